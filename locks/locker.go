@@ -1,0 +1,357 @@
+package locks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Locker is the lease lock service promptd's packages depend on. *Manager
+// implements it over any Backend.
+type Locker interface {
+	// Acquire takes key for ttl. By default it fails at once with a
+	// *HeldError when another owner holds key; WithWait waits.
+	Acquire(ctx context.Context, key string, ttl time.Duration, opts ...Option) (*Lease, error)
+	// AcquireAll takes every key or none, in sorted order.
+	AcquireAll(ctx context.Context, keys []string, ttl time.Duration, opts ...Option) (*Group, error)
+	// Holder reports who holds key, or ErrNotHeld.
+	Holder(ctx context.Context, key string) (Info, error)
+	// Renew extends a lease held elsewhere (say, by an HTTP client) by token.
+	Renew(ctx context.Context, key, token string, ttl time.Duration) (time.Time, error)
+	// Release drops one hold of a lease held elsewhere by token; freed
+	// reports whether the key is now free.
+	Release(ctx context.Context, key, token string) (freed bool, err error)
+	// Ping checks the backend.
+	Ping(ctx context.Context) error
+	// Close releases the leases this process holds with keepalive and stops.
+	Close(ctx context.Context) error
+}
+
+// Info describes the holder of a key.
+type Info struct {
+	Key       string
+	Holder    string
+	Fence     int64
+	Since     time.Time
+	ExpiresAt time.Time
+	Count     int
+}
+
+// Event is passed to hooks.
+type Event struct {
+	Key    string
+	Holder string
+	Fence  int64
+	Err    error // the cause, for OnLost and OnRenewFailed
+}
+
+// Hooks are called synchronously; keep them cheap (queue audit writes).
+type Hooks struct {
+	OnAcquired    func(Event)
+	OnPreempted   func(Event) // a grant took the key over from another holder
+	OnReleased    func(Event)
+	OnLost        func(Event)
+	OnRenewFailed func(Event)
+}
+
+// Options configure a Manager.
+type Options struct {
+	// Holder names this process in holder queries (PROMPTD_INSTANCE_ID).
+	Holder string
+	// SafetyMargin is subtracted from TTL when computing the local deadline
+	// of a lease; zero means TTL/10 (at least 1ms).
+	SafetyMargin time.Duration
+	Metrics      *Metrics
+	Hooks        Hooks
+	Logger       *slog.Logger
+	// Backoff bounds the fallback polling while waiting; zero values mean
+	// 5ms base and 250ms cap.
+	BackoffBase, BackoffCap time.Duration
+}
+
+// Manager implements Locker over a Backend: keepalive, reentrancy, waiting,
+// multi-resource acquisition, metrics and hooks.
+type Manager struct {
+	b    Backend
+	opts Options
+	log  *slog.Logger
+	ka   *keepalive
+
+	mu     sync.Mutex
+	held   map[*Lease]struct{} // leases with keepalive, released at Close
+	closed bool
+}
+
+var _ Locker = (*Manager)(nil)
+
+// New returns a Manager over b.
+func New(b Backend, opts Options) *Manager {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.BackoffBase <= 0 {
+		opts.BackoffBase = 5 * time.Millisecond
+	}
+	if opts.BackoffCap <= 0 {
+		opts.BackoffCap = 250 * time.Millisecond
+	}
+	m := &Manager{b: b, opts: opts, log: opts.Logger, held: map[*Lease]struct{}{}}
+	m.ka = newKeepalive(m)
+	return m
+}
+
+// NewMemory returns a Manager over a fresh memory backend.
+func NewMemory(opts Options) *Manager { return New(NewMemoryBackend(nil), opts) }
+
+// NewRedis returns a Manager over a Redis backend.
+func NewRedis(c RedisClient, ro RedisOptions, opts Options) *Manager {
+	return New(NewRedisBackend(c, ro), opts)
+}
+
+// Backend returns the manager's backend.
+func (m *Manager) Backend() Backend { return m.b }
+
+// Option adjusts one Acquire or AcquireAll.
+type Option func(*acquireOpts)
+
+type acquireOpts struct {
+	wait      time.Duration
+	mode      Mode
+	token     string
+	holder    string
+	minFence  int64
+	keepalive bool
+}
+
+// WithWait waits up to d for a held key, woken by its release.
+func WithWait(d time.Duration) Option { return func(o *acquireOpts) { o.wait = d } }
+
+// WithPreempt takes the key over from its current holder with a higher fence.
+func WithPreempt() Option { return func(o *acquireOpts) { o.mode = ModePreempt } }
+
+// WithToken re-enters a lease by presenting its current token (hold count
+// + 1, same fence); a token that is not current fails with ErrLeaseLost.
+func WithToken(token string) Option {
+	return func(o *acquireOpts) { o.token = token; o.mode = ModeReenter }
+}
+
+// WithHolder names the holder of this lease (default Options.Holder).
+func WithHolder(name string) Option { return func(o *acquireOpts) { o.holder = name } }
+
+// WithMinFence makes the granted fence greater than f (a storage floor).
+func WithMinFence(f int64) Option { return func(o *acquireOpts) { o.minFence = f } }
+
+// WithoutKeepalive grants a detached lease: no renewals, not released at
+// Close. promptd uses it for leases held by HTTP clients, which renew and
+// release by token.
+func WithoutKeepalive() Option { return func(o *acquireOpts) { o.keepalive = false } }
+
+func (m *Manager) options(opts []Option) acquireOpts {
+	o := acquireOpts{holder: m.opts.Holder, keepalive: true}
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+type leaseCtxKey struct{}
+
+// Acquire implements Locker. When ctx comes from a Lease's Context (or a
+// Group's) that holds key, the lease is re-entered in process: hold count
+// + 1, no backend call, and the same *Lease is returned.
+func (m *Manager) Acquire(ctx context.Context, key string, ttl time.Duration, opts ...Option) (*Lease, error) {
+	if ttl <= 0 {
+		return nil, errors.New("locks: ttl must be positive")
+	}
+	if l := heldIn(ctx, key); l != nil && l.reenter() {
+		return l, nil
+	}
+	o := m.options(opts)
+	if err := m.checkOpen(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	deadline := start.Add(o.wait)
+	watch, stop := m.b.Watch(key)
+	defer stop()
+	var l *Lease
+	var err error
+	for attempt := 0; ; attempt++ {
+		l, err = m.try(ctx, key, ttl, o)
+		var held *HeldError
+		if err == nil || !errors.As(err, &held) || o.wait <= 0 {
+			break
+		}
+		if !m.pause(ctx, watch, deadline, held.Conflicts[0].ExpiresAt, attempt) {
+			break
+		}
+	}
+	m.opts.Metrics.waited(key, time.Since(start).Seconds())
+	return l, err
+}
+
+// try sends one acquire and builds the lease.
+func (m *Manager) try(ctx context.Context, key string, ttl time.Duration, o acquireOpts) (*Lease, error) {
+	token := o.token
+	if token == "" {
+		token = newToken()
+	}
+	req := Request{Token: token, Holder: o.holder, TTL: ttl, Mode: o.mode, MinFence: o.minFence}
+	if o.mode == ModeReenter {
+		req.Nonce = newToken()
+	}
+	m.opts.Metrics.attempt(key)
+	sent := time.Now()
+	g, err := m.b.Acquire(ctx, key, req)
+	if err != nil {
+		switch {
+		case errors.Is(err, ErrHeld):
+			m.opts.Metrics.failure(key, "held")
+		case errors.Is(err, ErrLeaseLost):
+			m.opts.Metrics.failure(key, "lost")
+		default:
+			m.opts.Metrics.failure(key, "unavailable")
+		}
+		return nil, err
+	}
+	l := newLease(m, key, g, ttl, sent, o.keepalive)
+	l.chain(ctx)
+	ev := Event{Key: key, Holder: g.Holder, Fence: g.Fence}
+	if g.Preempted && m.opts.Hooks.OnPreempted != nil {
+		m.opts.Hooks.OnPreempted(ev)
+	}
+	if m.opts.Hooks.OnAcquired != nil {
+		m.opts.Hooks.OnAcquired(ev)
+	}
+	if o.keepalive {
+		m.mu.Lock()
+		closed := m.closed
+		if !closed {
+			m.held[l] = struct{}{}
+		}
+		m.mu.Unlock()
+		if closed {
+			_ = l.Release(context.Background())
+			return nil, ErrClosed
+		}
+		m.ka.add(l)
+	}
+	return l, nil
+}
+
+// pause waits for a release of the watched key, the holder's expiry, a
+// full-jitter backoff step or the deadline, whichever is first. It reports
+// false when the deadline or ctx ended the wait.
+func (m *Manager) pause(ctx context.Context, watch <-chan struct{}, deadline, holderExpires time.Time, attempt int) bool {
+	now := time.Now()
+	if !now.Before(deadline) {
+		return false
+	}
+	d := fullJitter(m.opts.BackoffBase, m.opts.BackoffCap, attempt)
+	if until := holderExpires.Sub(now) + time.Millisecond; until > 0 && until < d {
+		d = until
+	}
+	if rest := deadline.Sub(now); rest < d {
+		d = rest
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-watch:
+		return true
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Holder implements Locker.
+func (m *Manager) Holder(ctx context.Context, key string) (Info, error) {
+	g, err := m.b.Holder(ctx, key)
+	if err != nil {
+		return Info{}, err
+	}
+	return Info{Key: key, Holder: g.Holder, Fence: g.Fence, Since: g.Since, ExpiresAt: time.Now().Add(g.TTL), Count: g.Count}, nil
+}
+
+// Renew implements Locker.
+func (m *Manager) Renew(ctx context.Context, key, token string, ttl time.Duration) (time.Time, error) {
+	sent := time.Now()
+	_, err := m.b.Renew(ctx, key, token, ttl)
+	m.opts.Metrics.renewed(key, err == nil)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return sent.Add(ttl), nil
+}
+
+// Release implements Locker.
+func (m *Manager) Release(ctx context.Context, key, token string) (bool, error) {
+	freed, err := m.b.Release(ctx, key, token, newToken())
+	if err == nil && freed && m.opts.Hooks.OnReleased != nil {
+		m.opts.Hooks.OnReleased(Event{Key: key})
+	}
+	return freed, err
+}
+
+// Ping implements Locker.
+func (m *Manager) Ping(ctx context.Context) error { return m.b.Ping(ctx) }
+
+// Close releases every lease this process holds with keepalive (each with
+// a fresh bounded context derived from ctx's deadline), stops the keepalive
+// loop and closes the backend.
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	leases := make([]*Lease, 0, len(m.held))
+	for l := range m.held {
+		leases = append(leases, l)
+	}
+	m.mu.Unlock()
+	var errs []error
+	for _, l := range leases {
+		if err := l.releaseAll(ctx); err != nil && !errors.Is(err, ErrLeaseLost) {
+			errs = append(errs, err)
+		}
+	}
+	m.ka.stop()
+	errs = append(errs, m.b.Close())
+	return errors.Join(errs...)
+}
+
+func (m *Manager) checkOpen() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+func (m *Manager) forget(l *Lease) {
+	m.mu.Lock()
+	delete(m.held, l)
+	m.mu.Unlock()
+}
+
+func (m *Manager) margin(ttl time.Duration) time.Duration {
+	if m.opts.SafetyMargin > 0 {
+		return m.opts.SafetyMargin
+	}
+	return max(ttl/10, time.Millisecond)
+}
+
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}

@@ -1,0 +1,257 @@
+package locks
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed acquire.lua
+	acquireLua string
+	//go:embed renew.lua
+	renewLua string
+	//go:embed release.lua
+	releaseLua string
+	//go:embed holder.lua
+	holderLua string
+
+	acquireScript = redis.NewScript(acquireLua)
+	renewScript   = redis.NewScript(renewLua)
+	releaseScript = redis.NewScript(releaseLua)
+	holderScript  = redis.NewScript(holderLua)
+)
+
+// RedisClient is the narrowest go-redis surface the backend needs: scripts
+// and pub/sub. *redis.Client, *redis.Ring and *redis.ClusterClient fit.
+// Give the client ContextTimeoutEnabled so per-call deadlines bound reads.
+type RedisClient interface {
+	redis.Scripter
+	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
+}
+
+// RedisOptions configure the Redis backend.
+type RedisOptions struct {
+	Keys    Keys          // prefix of the release channel
+	Timeout time.Duration // bound on one Redis call (PROMPTD_REDIS_TIMEOUT); default 100ms
+}
+
+// RedisBackend keeps leases in Redis hashes with a fence counter beside each.
+type RedisBackend struct {
+	c       RedisClient
+	timeout time.Duration
+	channel string
+	notify  *notifier
+
+	subOnce sync.Once
+	mu      sync.Mutex
+	sub     *redis.PubSub
+	closed  bool
+}
+
+// NewRedisBackend returns a backend over c.
+func NewRedisBackend(c RedisClient, o RedisOptions) *RedisBackend {
+	if o.Timeout <= 0 {
+		o.Timeout = 100 * time.Millisecond
+	}
+	return &RedisBackend{c: c, timeout: o.Timeout, channel: o.Keys.ReleasedChannel(), notify: newNotifier()}
+}
+
+var modeNames = [...]string{ModeAcquire: "acquire", ModePreempt: "preempt", ModeReenter: "reenter"}
+
+// Acquire runs acquire.lua. The script is idempotent per token, so a call
+// whose reply was lost is retried once and gets the same grant back.
+func (b *RedisBackend) Acquire(ctx context.Context, key string, req Request) (Grant, error) {
+	var reply []any
+	err := b.retry(ctx, "acquire", func(ctx context.Context, _ int) error {
+		v, err := acquireScript.Run(ctx, b.c, []string{key, FenceKey(key)},
+			req.Token, req.TTL.Milliseconds(), req.Holder, modeNames[req.Mode], req.MinFence, req.Nonce).Slice()
+		reply = v
+		return err
+	})
+	if err != nil {
+		return Grant{}, err
+	}
+	if len(reply) != 7 {
+		return Grant{}, fmt.Errorf("locks: acquire: unexpected reply %v", reply)
+	}
+	status := toInt(reply[0])
+	g := Grant{
+		Token:  toString(reply[1]),
+		Holder: toString(reply[2]),
+		Fence:  toInt(reply[3]),
+		Since:  time.UnixMilli(toInt(reply[4])),
+		TTL:    time.Duration(toInt(reply[5])) * time.Millisecond,
+		Count:  int(toInt(reply[6])),
+	}
+	switch status {
+	case 1, 2:
+		return g, nil
+	case 3:
+		g.Preempted = true
+		return g, nil
+	case -1:
+		return Grant{}, ErrLeaseLost
+	default:
+		return Grant{}, &HeldError{Conflicts: []Conflict{{Key: key, Holder: g.Holder, Fence: g.Fence, ExpiresAt: time.Now().Add(g.TTL)}}}
+	}
+}
+
+// Renew runs renew.lua (compare-by-token).
+func (b *RedisBackend) Renew(ctx context.Context, key, token string, ttl time.Duration) (Grant, error) {
+	var fence int64
+	err := b.retry(ctx, "renew", func(ctx context.Context, _ int) error {
+		v, err := renewScript.Run(ctx, b.c, []string{key}, token, ttl.Milliseconds()).Int64()
+		fence = v
+		return err
+	})
+	if err != nil {
+		return Grant{}, err
+	}
+	if fence == 0 {
+		return Grant{}, ErrLeaseLost
+	}
+	return Grant{Token: token, Fence: fence, TTL: ttl}, nil
+}
+
+// Release runs release.lua (compare-by-token). When a first attempt timed out
+// and the retry finds the key gone, the first attempt freed it.
+func (b *RedisBackend) Release(ctx context.Context, key, token, nonce string) (bool, error) {
+	var left int64
+	retried := false
+	err := b.retry(ctx, "release", func(ctx context.Context, attempt int) error {
+		retried = attempt > 0
+		v, err := releaseScript.Run(ctx, b.c, []string{key}, token, b.channel, nonce).Int64()
+		left = v
+		return err
+	})
+	switch {
+	case err != nil:
+		return false, err
+	case left < 0 && retried:
+		return true, nil
+	case left < 0:
+		return false, ErrLeaseLost
+	}
+	return left == 0, nil
+}
+
+// Holder runs holder.lua.
+func (b *RedisBackend) Holder(ctx context.Context, key string) (Grant, error) {
+	var reply []any
+	err := b.retry(ctx, "holder", func(ctx context.Context, _ int) error {
+		v, err := holderScript.Run(ctx, b.c, []string{key}).Slice()
+		reply = v
+		return err
+	})
+	if errors.Is(err, ErrNotHeld) {
+		return Grant{}, ErrNotHeld
+	}
+	if err != nil {
+		return Grant{}, err
+	}
+	if len(reply) != 5 {
+		return Grant{}, fmt.Errorf("locks: holder: unexpected reply %v", reply)
+	}
+	return Grant{
+		Holder: toString(reply[0]),
+		Fence:  toInt(reply[1]),
+		Since:  time.UnixMilli(toInt(reply[2])),
+		TTL:    time.Duration(toInt(reply[3])) * time.Millisecond,
+		Count:  int(toInt(reply[4])),
+	}, nil
+}
+
+// Ping checks Redis with a trivial script (the client surface has no PING).
+func (b *RedisBackend) Ping(ctx context.Context) error {
+	return b.retry(ctx, "ping", func(ctx context.Context, _ int) error {
+		return b.c.Eval(ctx, "return 1", nil).Err()
+	})
+}
+
+// retry runs one bounded call, and once more after a timeout: every script
+// here is idempotent per token and nonce, so a repeat after a lost reply is
+// harmless. Errors other than redis.Nil come back wrapped in ErrUnavailable.
+func (b *RedisBackend) retry(ctx context.Context, op string, call func(context.Context, int) error) error {
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		cctx, cancel := context.WithTimeout(ctx, b.timeout)
+		err = call(cctx, attempt)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, redis.Nil) {
+			return ErrNotHeld
+		}
+		if ctx.Err() != nil || !isTimeout(err) {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return unavailable(op, err)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// Watch registers for the release of key, announced on the release channel.
+// One subscription serves every watcher of the process.
+func (b *RedisBackend) Watch(key string) (<-chan struct{}, func()) {
+	b.subOnce.Do(b.subscribe)
+	return b.notify.watch(key)
+}
+
+func (b *RedisBackend) subscribe() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	// Subscribe does not dial until a receive; Channel reconnects on errors.
+	b.sub = b.c.Subscribe(context.Background(), b.channel)
+	ch := b.sub.Channel()
+	go func() {
+		for m := range ch {
+			b.notify.fire(m.Payload)
+		}
+	}()
+}
+
+// Close ends the release subscription.
+func (b *RedisBackend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	if b.sub != nil {
+		return b.sub.Close()
+	}
+	return nil
+}
+
+func toInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		var n int64
+		fmt.Sscan(x, &n)
+		return n
+	}
+	return 0
+}
+
+func toString(v any) string {
+	s, _ := v.(string)
+	return s
+}

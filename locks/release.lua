@@ -1,0 +1,19 @@
+-- Drops one hold of a lease held by token; frees the key at zero and
+-- announces it. KEYS[1]: lock key. ARGV: token, channel, nonce.
+-- Reply: holds left (0: freed), or -1 when the token does not hold the key.
+local cur = redis.call('HMGET', KEYS[1], 't', 'r')
+if cur[1] ~= ARGV[1] then
+  return -1
+end
+if cur[2] == ARGV[3] then
+  -- a retried release whose first attempt already counted
+  return tonumber(redis.call('HGET', KEYS[1], 'n'))
+end
+local n = redis.call('HINCRBY', KEYS[1], 'n', -1)
+if n > 0 then
+  redis.call('HSET', KEYS[1], 'r', ARGV[3])
+  return n
+end
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[2], KEYS[1])
+return 0
