@@ -63,24 +63,20 @@ func heldIn(ctx context.Context, key string) *Lease {
 	return nil
 }
 
-func newLease(m *Manager, key string, g Grant, ttl time.Duration, sent time.Time, keepalive bool) *Lease {
+func newLease(parent context.Context, m *Manager, key string, g Grant, ttl time.Duration, sent time.Time, keepalive bool) *Lease {
 	l := &Lease{m: m, key: key, token: g.Token, holder: g.Holder, fence: g.Fence, ttl: ttl,
 		since: g.Since, acquired: time.Now(), keepalive: keepalive, count: 1, index: -1}
 	l.deadline = sent.Add(ttl - m.margin(ttl))
 	base, cancel := context.WithCancelCause(context.Background())
-	l.ctx = context.WithValue(base, leaseCtxKey{}, &leaseChain{l: l})
-	l.cancel = cancel
-	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
-	return l
-}
-
-// chain makes l's context also carry the leases held by parent, so a nested
-// Acquire under l.Context() re-enters any of them.
-func (l *Lease) chain(parent context.Context) {
+	// The context also carries the leases held by parent, so a nested
+	// Acquire under l.Context() re-enters any of them.
 	p, _ := parent.Value(leaseCtxKey{}).(*leaseChain)
-	if p != nil {
-		l.ctx = context.WithValue(l.ctx, leaseCtxKey{}, &leaseChain{l: l, parent: p})
-	}
+	l.ctx = context.WithValue(base, leaseCtxKey{}, &leaseChain{l: l, parent: p})
+	l.cancel = cancel
+	l.mu.Lock()
+	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
+	l.mu.Unlock()
+	return l
 }
 
 // Key is the lock key.

@@ -218,8 +218,7 @@ func (m *Manager) try(ctx context.Context, key string, ttl time.Duration, o acqu
 		}
 		return nil, err
 	}
-	l := newLease(m, key, g, ttl, sent, o.keepalive)
-	l.chain(ctx)
+	l := newLease(ctx, m, key, g, ttl, sent, o.keepalive)
 	ev := Event{Key: key, Holder: g.Holder, Fence: g.Fence}
 	if g.Preempted && m.opts.Hooks.OnPreempted != nil {
 		m.opts.Hooks.OnPreempted(ev)
