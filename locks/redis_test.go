@@ -172,3 +172,21 @@ func TestRedisAcquire_lostReply_retryYieldsOneGrantOneFence(t *testing.T) {
 		t.Fatalf("another token: %v", err)
 	}
 }
+
+func quickURLClient(t *testing.T, url string) *redis.Client {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return quickClient(t, opt.Addr)
+}
+
+func newRedisClient(url string) (*redis.Client, error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	return redis.NewClient(opt), nil
+}
+
+func errorsIsStale(err error) bool { return errors.Is(err, locks.ErrStaleFence) }

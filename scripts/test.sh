@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The project's one test command; CI runs it on a fresh clone.
+#
+#   ./scripts/test.sh                    gofmt, go vet, go test -race ./..., bench smoke
+#   ./scripts/test.sh -run Foo ./locks/  only go test -race, with these arguments
+#
+# It starts throwaway Redis and MariaDB servers (scripts/lib/services.sh),
+# installing them with apt-get when missing, and stops them on exit, whatever
+# the outcome. The exit code is that of the first failing step.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=lib/services.sh
+. scripts/lib/services.sh
+
+child=""
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	if [ -n "$child" ]; then
+		kill -TERM -- "-$child" 2>/dev/null || true
+		wait "$child" 2>/dev/null || true
+	fi
+	stop_services
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+started=$SECONDS
+section() { printf '\n=== %s (at %ss)\n' "$*" "$((SECONDS - started))"; }
+
+# run runs a command in its own process group and waits for it, so that INT
+# or TERM to this script stops the command and everything it started (go
+# test's test binaries) before the servers go away.
+run() {
+	set -m
+	"$@" </dev/null &
+	child=$!
+	set +m
+	local rc=0
+	wait "$child" || rc=$?
+	child=""
+	return "$rc"
+}
+
+section "services"
+start_services
+
+if [ $# -gt 0 ]; then
+	section "go test -race $*"
+	run go test -race -count=1 -timeout 25m "$@"
+	exit 0
+fi
+
+section "gofmt"
+unformatted=$(find . -name '*.go' -not -path './.git/*' -not -path '*/vendor/*' \
+	-not -path '*/testdata/*' -print0 | xargs -0r gofmt -l)
+if [ -n "$unformatted" ]; then
+	printf 'gofmt would change these files:\n%s\n' "$unformatted" >&2
+	exit 1
+fi
+
+section "go vet ./..."
+run go vet ./...
+
+section "go test -race ./..."
+run go test -race -count=1 -timeout 25m ./...
+
+if [ -f bench/go.mod ]; then
+	section "bench: go vet and a short benchmark run"
+	run bash -c "cd bench && go vet ./... && go test -count=1 -run '^\$' -bench . -benchtime 200x ./..."
+fi
+
+section "ok"
