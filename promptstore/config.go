@@ -1,0 +1,199 @@
+package promptstore
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// Config is a parsed prompt config. The canonical JSON it came from is what
+// is stored and hashed; Config is for validation and assembly.
+type Config struct {
+	System    string              `json:"system"`
+	Tools     []json.RawMessage   `json:"tools,omitempty"`
+	Skills    []Skill             `json:"skills,omitempty"`
+	Memory    []string            `json:"memory,omitempty"`
+	Model     json.RawMessage     `json:"model,omitempty"`
+	Variables map[string]Variable `json:"variables,omitempty"`
+}
+
+// Skill is a named block of instructions appended to the system message.
+type Skill struct {
+	Name         string `json:"name"`
+	Instructions string `json:"instructions"`
+}
+
+// Variable declares a template variable.
+type Variable struct {
+	Required    bool    `json:"required,omitempty"`
+	Default     *string `json:"default,omitempty"`
+	Description string  `json:"description,omitempty"`
+}
+
+// Limits on a config, beyond the 1 MiB request body.
+const (
+	MaxTools     = 128
+	MaxSkills    = 128
+	MaxMemory    = 1024
+	MaxVariables = 256
+)
+
+// ParseConfig validates a raw config document and returns it with its
+// canonical JSON. Every placeholder must be declared in variables.
+func ParseConfig(raw []byte) (*Config, []byte, error) {
+	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return nil, nil, invalid(CodeInvalidConfig, "config", "config is required")
+	}
+	canon, err := Canonical(raw)
+	if err != nil {
+		return nil, nil, invalid(CodeInvalidConfig, "config", "%v", err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(canon, &top); err != nil {
+		return nil, nil, invalid(CodeInvalidConfig, "config", "config must be a JSON object")
+	}
+	for k := range top {
+		switch k {
+		case "system", "tools", "skills", "memory", "model", "variables":
+		default:
+			return nil, nil, invalid(CodeInvalidConfig, "config."+k, "unknown field")
+		}
+	}
+	c := &Config{}
+	if err := decodeField(top, "system", &c.System); err != nil {
+		return nil, nil, err
+	}
+	if c.System == "" {
+		return nil, nil, invalid(CodeInvalidConfig, "config.system", "system is required and must be a non-empty string")
+	}
+	for _, f := range []struct {
+		name string
+		dst  any
+	}{{"tools", &c.Tools}, {"skills", &c.Skills}, {"memory", &c.Memory}, {"variables", &c.Variables}} {
+		if err := decodeField(top, f.name, f.dst); err != nil {
+			return nil, nil, err
+		}
+	}
+	if m, ok := top["model"]; ok {
+		if len(m) == 0 || m[0] != '{' {
+			return nil, nil, invalid(CodeInvalidConfig, "config.model", "model must be an object")
+		}
+		c.Model = m
+	}
+	if err := c.validate(); err != nil {
+		return nil, nil, err
+	}
+	return c, canon, nil
+}
+
+func decodeField(top map[string]json.RawMessage, name string, dst any) error {
+	raw, ok := top[name]
+	if !ok {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return invalid(CodeInvalidConfig, "config."+name, "%s", jsonErrText(err))
+	}
+	return nil
+}
+
+func jsonErrText(err error) string {
+	if te, ok := err.(*json.UnmarshalTypeError); ok {
+		if te.Field != "" {
+			return fmt.Sprintf("%s must be %s, not %s", te.Field, te.Type, te.Value)
+		}
+		return fmt.Sprintf("must be %s, not %s", te.Type, te.Value)
+	}
+	return err.Error()
+}
+
+func (c *Config) validate() error {
+	switch {
+	case len(c.Tools) > MaxTools:
+		return invalid(CodeInvalidConfig, "config.tools", "at most %d tools", MaxTools)
+	case len(c.Skills) > MaxSkills:
+		return invalid(CodeInvalidConfig, "config.skills", "at most %d skills", MaxSkills)
+	case len(c.Memory) > MaxMemory:
+		return invalid(CodeInvalidConfig, "config.memory", "at most %d memory items", MaxMemory)
+	case len(c.Variables) > MaxVariables:
+		return invalid(CodeInvalidConfig, "config.variables", "at most %d variables", MaxVariables)
+	}
+	for i, raw := range c.Tools {
+		var t struct {
+			Type     *string `json:"type"`
+			Function *struct {
+				Name *string `json:"name"`
+			} `json:"function"`
+		}
+		field := fmt.Sprintf("config.tools[%d]", i)
+		if err := json.Unmarshal(raw, &t); err != nil || len(raw) == 0 || raw[0] != '{' {
+			return invalid(CodeInvalidConfig, field, "a tool must be an object with type and function.name")
+		}
+		if t.Type == nil || *t.Type == "" {
+			return invalid(CodeInvalidConfig, field+".type", "type is required")
+		}
+		if *t.Type == "function" && (t.Function == nil || t.Function.Name == nil || *t.Function.Name == "") {
+			return invalid(CodeInvalidConfig, field+".function.name", "function.name is required")
+		}
+	}
+	for i, s := range c.Skills {
+		if s.Name == "" {
+			return invalid(CodeInvalidConfig, fmt.Sprintf("config.skills[%d].name", i), "name is required")
+		}
+	}
+	for name := range c.Variables {
+		if !validVarName(name) {
+			return invalid(CodeInvalidConfig, "config.variables."+name, "variable names are [A-Za-z_][A-Za-z0-9_]*")
+		}
+	}
+	for _, t := range c.templates() {
+		for _, name := range Placeholders(t.text) {
+			if _, ok := c.Variables[name]; !ok {
+				return &InvalidError{Code: CodeUndeclaredVariable, Field: t.field, Variable: name,
+					Detail: fmt.Sprintf("placeholder {{%s}} is not declared in variables", name)}
+			}
+		}
+	}
+	return nil
+}
+
+type template struct{ field, text string }
+
+// templates lists the strings placeholders may appear in.
+func (c *Config) templates() []template {
+	out := []template{{"config.system", c.System}}
+	for i, s := range c.Skills {
+		out = append(out, template{fmt.Sprintf("config.skills[%d].instructions", i), s.Instructions})
+	}
+	for i, m := range c.Memory {
+		out = append(out, template{fmt.Sprintf("config.memory[%d]", i), m})
+	}
+	return out
+}
+
+func validVarName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9' {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// VariableNames lists the declared variables, sorted.
+func (c *Config) VariableNames() []string {
+	names := make([]string, 0, len(c.Variables))
+	for n := range c.Variables {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,82 @@
+package promptstore
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors; test with errors.Is.
+var (
+	ErrAgentNotFound   = errors.New("promptstore: agent not found")
+	ErrVersionNotFound = errors.New("promptstore: version not found")
+	ErrNoPointer       = errors.New("promptstore: env has no pointer")
+	ErrVersionRevoked  = errors.New("promptstore: version revoked in this env")
+	ErrVersionCurrent  = errors.New("promptstore: version is the env's current one")
+	// ErrPreconditionRequired: a pointer write named no expected revision.
+	ErrPreconditionRequired = errors.New("promptstore: expected revision required")
+	// ErrUnavailable: the SQL store could not be reached; nothing was written.
+	ErrUnavailable = errors.New("promptstore: store unavailable")
+)
+
+// VersionConflict: the agent's latest version is not the base the author
+// started from.
+type VersionConflict struct {
+	Agent  string
+	Base   int
+	Latest int
+}
+
+func (e *VersionConflict) Error() string {
+	return fmt.Sprintf("promptstore: %s: base version %d is not the latest (%d)", e.Agent, e.Base, e.Latest)
+}
+
+// RevisionConflict: a conditional write found another revision.
+type RevisionConflict struct {
+	Expected int64
+	Current  int64
+}
+
+func (e *RevisionConflict) Error() string {
+	return fmt.Sprintf("promptstore: expected revision %d, current %d", e.Expected, e.Current)
+}
+
+// ReleaseActive: the env pointer names an active release, so the pointer
+// can only move through that release.
+type ReleaseActive struct {
+	ReleaseID string
+}
+
+func (e *ReleaseActive) Error() string {
+	return fmt.Sprintf("promptstore: release %s is active", e.ReleaseID)
+}
+
+// Validation codes, stable across versions (they are the API's codes).
+const (
+	CodeInvalidConfig      = "invalid_config"
+	CodeInvalidField       = "invalid_field"
+	CodeInvalidID          = "invalid_id"
+	CodeUndeclaredVariable = "undeclared_variable"
+	CodeMissingVariable    = "missing_variable"
+	CodeInvalidVariable    = "invalid_variable"
+)
+
+// InvalidError is bad input: Code says what kind, Field (a JSON path) or
+// Variable says where.
+type InvalidError struct {
+	Code     string
+	Field    string
+	Variable string
+	Detail   string
+}
+
+func (e *InvalidError) Error() string {
+	where := e.Field
+	if e.Variable != "" {
+		where = "variable " + e.Variable
+	}
+	return fmt.Sprintf("promptstore: %s: %s: %s", e.Code, where, e.Detail)
+}
+
+func invalid(code, field, format string, args ...any) *InvalidError {
+	return &InvalidError{Code: code, Field: field, Detail: fmt.Sprintf(format, args...)}
+}
