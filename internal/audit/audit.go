@@ -1,0 +1,139 @@
+// Package audit records what changed, who changed it and from which
+// instance. Domain changes append their event in the same transaction as
+// the change (Append); lease events, which must never slow the lease path,
+// go through a Batcher that writes them asynchronously in batches.
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/promptd/promptd/internal/sqlstore"
+)
+
+// Event is one audit record.
+type Event struct {
+	ID        int64           `json:"id"`
+	At        time.Time       `json:"at"`
+	Actor     string          `json:"actor"`
+	Instance  string          `json:"instance"`
+	Action    string          `json:"action"`
+	Agent     string          `json:"-"`
+	Env       string          `json:"-"`
+	SessionID string          `json:"-"`
+	Resource  string          `json:"resource"`
+	Details   json.RawMessage `json:"details"`
+}
+
+type actorKey struct{}
+
+// WithActor names who acts in ctx (the token's name, never the token).
+func WithActor(ctx context.Context, actor string) context.Context {
+	return context.WithValue(ctx, actorKey{}, actor)
+}
+
+// Actor is the actor of ctx, or "system".
+func Actor(ctx context.Context) string {
+	if a, ok := ctx.Value(actorKey{}).(string); ok && a != "" {
+		return a
+	}
+	return "system"
+}
+
+// Log appends events; Instance names this process in every event.
+type Log struct {
+	Instance string
+	Now      func() time.Time
+}
+
+// Append writes ev within tx. Details is marshalled from details.
+func (l Log) Append(ctx context.Context, tx *gorm.DB, ev Event, details any) error {
+	if ev.Actor == "" {
+		ev.Actor = Actor(ctx)
+	}
+	now := time.Now
+	if l.Now != nil {
+		now = l.Now
+	}
+	raw, err := json.Marshal(details)
+	if err != nil {
+		return fmt.Errorf("audit: details: %w", err)
+	}
+	return tx.Exec(`INSERT INTO audit_events (at_ms, actor, instance, action, agent, env, session_id, resource, details)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		now().UnixMilli(), ev.Actor, l.Instance, ev.Action, ev.Agent, ev.Env, ev.SessionID, ev.Resource, string(raw)).Error
+}
+
+// Filter selects events; Since is an event id (exclusive), oldest first.
+type Filter struct {
+	Agent, Env, SessionID, Action string
+	Since                         int64
+	Limit                         int
+}
+
+// List returns events after f.Since matching f, oldest first, and the
+// cursor of the next page (0 when there is none).
+func List(ctx context.Context, db *gorm.DB, f Filter) ([]Event, int64, error) {
+	if f.Limit <= 0 {
+		return nil, 0, errors.New("audit: limit must be positive")
+	}
+	q := db.WithContext(ctx).Table("audit_events").Where("id > ?", f.Since)
+	for col, v := range map[string]string{"agent": f.Agent, "env": f.Env, "session_id": f.SessionID, "action": f.Action} {
+		if v != "" {
+			q = q.Where(col+" = ?", v)
+		}
+	}
+	var rows []struct {
+		ID                                                       int64
+		AtMs                                                     int64
+		Actor, Instance, Action, Agent, Env, SessionID, Resource string
+		Details                                                  string
+	}
+	if err := q.Order("id").Limit(f.Limit + 1).Find(&rows).Error; err != nil {
+		return nil, 0, sqlstore.Translate(err)
+	}
+	var next int64
+	if len(rows) > f.Limit {
+		rows = rows[:f.Limit]
+		next = rows[len(rows)-1].ID
+	}
+	out := make([]Event, len(rows))
+	for i, r := range rows {
+		out[i] = Event{ID: r.ID, At: time.UnixMilli(r.AtMs).UTC(), Actor: r.Actor, Instance: r.Instance, Action: r.Action,
+			Agent: r.Agent, Env: r.Env, SessionID: r.SessionID, Resource: r.Resource, Details: json.RawMessage(r.Details)}
+	}
+	return out, next, nil
+}
+
+// Migrations create the audit table.
+func Migrations() []sqlstore.Migration {
+	return []sqlstore.Migration{{Component: "audit", Version: 1, Name: "audit_events", Up: func(tx *gorm.DB) error {
+		d := sqlstore.Dialect(tx)
+		key := sqlstore.IDColumnType(d)
+		return sqlstore.CreateTable(tx, sqlstore.Table{
+			Name: "audit_events",
+			Columns: []string{
+				sqlstore.AutoID(d),
+				"at_ms BIGINT NOT NULL",
+				"actor VARCHAR(256) NOT NULL",
+				"instance VARCHAR(256) NOT NULL",
+				"action VARCHAR(64) NOT NULL",
+				"agent " + key + " NOT NULL DEFAULT ''",
+				"env " + key + " NOT NULL DEFAULT ''",
+				"session_id " + key + " NOT NULL DEFAULT ''",
+				"resource VARCHAR(512) NOT NULL",
+				"details " + sqlstore.LongText(d) + " NOT NULL",
+			},
+			Indexes: map[string]string{
+				"audit_events_agent":   "agent, id",
+				"audit_events_session": "session_id, id",
+				"audit_events_action":  "action, id",
+			},
+		})
+	}}}
+}

@@ -1,0 +1,101 @@
+package promptstore
+
+import (
+	"container/list"
+	"strconv"
+	"sync"
+)
+
+// snapshotCache is a bounded LRU of immutable snapshots: entries are never
+// invalidated, only evicted.
+type snapshotCache struct {
+	mu    sync.Mutex
+	max   int
+	ll    *list.List
+	items map[string]*list.Element
+}
+
+func newSnapshotCache(max int) *snapshotCache {
+	return &snapshotCache{max: max, ll: list.New(), items: map[string]*list.Element{}}
+}
+
+func snapKey(agent string, version int) string { return agent + "\x00" + strconv.Itoa(version) }
+
+func (c *snapshotCache) get(agent string, version int) *Snapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[snapKey(agent, version)]; ok {
+		c.ll.MoveToFront(e)
+		return e.Value.(*Snapshot)
+	}
+	return nil
+}
+
+func (c *snapshotCache) put(s *Snapshot) {
+	k := snapKey(s.Agent, s.Version.Version)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.items[k]; ok {
+		return
+	}
+	c.items[k] = c.ll.PushFront(s)
+	for c.ll.Len() > c.max {
+		old := c.ll.Back()
+		c.ll.Remove(old)
+		o := old.Value.(*Snapshot)
+		delete(c.items, snapKey(o.Agent, o.Version.Version))
+	}
+}
+
+// PointerState is what the runtime path needs of an env: the pointer's
+// version and revision, its active release and its revoked versions. An
+// entry is only ever replaced by one with a higher revision.
+type PointerState struct {
+	Agent           string       `json:"agent"`
+	Env             string       `json:"env"`
+	Version         int          `json:"version"`
+	Revision        int64        `json:"revision"`
+	ActiveReleaseID string       `json:"active_release_id,omitempty"`
+	Revoked         map[int]bool `json:"revoked,omitempty"`
+}
+
+// pointerCache holds PointerStates by (agent, env) of envs that have a
+// pointer; events and the reconciler replace entries with newer ones.
+type pointerCache struct {
+	mu sync.RWMutex
+	m  map[string]*PointerState
+}
+
+func newPointerCache() *pointerCache { return &pointerCache{m: map[string]*PointerState{}} }
+
+func envKey(agent, env string) string { return agent + "\x00" + env }
+
+func (c *pointerCache) get(agent, env string) *PointerState {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.m[envKey(agent, env)]
+}
+
+// offer stores p unless the cache already has the same or a newer
+// revision; it reports whether p was taken.
+func (c *pointerCache) offer(p *PointerState) bool {
+	k := envKey(p.Agent, p.Env)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur, ok := c.m[k]; ok && cur.Revision >= p.Revision {
+		return false
+	}
+	c.m[k] = p
+	return true
+}
+
+// revisions lists the cached revisions, for the reconciler.
+func (c *pointerCache) revisions() map[string]int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make(map[string]int64, len(c.m))
+	for k, p := range c.m {
+		out[k] = p.Revision
+	}
+	return out
+}

@@ -1,0 +1,187 @@
+package promptstore
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/promptd/promptd/locks"
+)
+
+// Request asks which version a caller gets.
+type Request struct {
+	Agent, Env string
+	UserID     string // opaque; hashed for bucketing, never put into keys
+	SessionID  string
+}
+
+// Trace explains a release's part in a resolution.
+type Trace struct {
+	ID      string      `json:"id"`
+	Arm     string      `json:"arm"` // "baseline" or "candidate"
+	Bucket  *int        `json:"bucket"`
+	Percent json.Number `json:"percent"`
+}
+
+// Resolution is the version a caller gets and why.
+type Resolution struct {
+	Agent        string `json:"agent"`
+	Env          string `json:"env"`
+	Version      int    `json:"version"`
+	Release      *Trace `json:"release"`
+	Pinned       bool   `json:"pinned"`
+	RepinnedFrom *int   `json:"repinned_from"`
+}
+
+// Resolver decides who gets which version. The prompt store's own resolver
+// is the env pointer; releases and session pins wrap it (cmd composes:
+// session pin -> release arm -> env pointer).
+type Resolver interface {
+	Resolve(ctx context.Context, req Request) (Resolution, error)
+}
+
+// ResolverFunc adapts a function to Resolver.
+type ResolverFunc func(ctx context.Context, req Request) (Resolution, error)
+
+// Resolve implements Resolver.
+func (f ResolverFunc) Resolve(ctx context.Context, req Request) (Resolution, error) { return f(ctx, req) }
+
+// ValidateRequest checks the identifiers of a request.
+func ValidateRequest(req Request) error {
+	if err := validateEnv(req.Agent, req.Env); err != nil {
+		return err
+	}
+	if req.UserID != "" {
+		if err := ValidateOpaque("user_id", req.UserID); err != nil {
+			return err
+		}
+	}
+	if req.SessionID != "" {
+		if err := locks.ValidateID("session_id", req.SessionID); err != nil {
+			return invalidID(err)
+		}
+	}
+	return nil
+}
+
+// ValidateOpaque checks an opaque identifier (user_id, holder): 1..256
+// bytes of printable UTF-8.
+func ValidateOpaque(field, s string) error {
+	if s == "" || len(s) > 256 || !utf8.ValidString(s) {
+		return &InvalidError{Code: CodeInvalidID, Field: field, Detail: "must be 1..256 bytes of printable UTF-8"}
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) && r != ' ' {
+			return &InvalidError{Code: CodeInvalidID, Field: field, Detail: "control or non-printable characters are not allowed"}
+		}
+	}
+	return nil
+}
+
+// Resolve is the env pointer resolver: the pointer's version.
+func (s *Store) Resolve(ctx context.Context, req Request) (Resolution, error) {
+	st, err := s.Pointer(ctx, req.Agent, req.Env)
+	if err != nil {
+		return Resolution{}, err
+	}
+	return Resolution{Agent: req.Agent, Env: req.Env, Version: st.Version}, nil
+}
+
+// Prompt is a resolved version with its snapshot.
+type Prompt struct {
+	Resolution
+	Snapshot *Snapshot
+}
+
+// ResolvePrompt resolves req through r and loads the snapshot. With warm
+// caches it makes no network call.
+func (s *Store) ResolvePrompt(ctx context.Context, r Resolver, req Request) (*Prompt, error) {
+	start := time.Now()
+	if err := ValidateRequest(req); err != nil {
+		return nil, err
+	}
+	res, err := r.Resolve(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := s.Snapshot(ctx, req.Agent, res.Version)
+	if err != nil {
+		return nil, err
+	}
+	s.o.Metrics.resolved(time.Since(start).Seconds())
+	return &Prompt{Resolution: res, Snapshot: snap}, nil
+}
+
+// Message is one chat message of an assembled prompt.
+type Message struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Name       string          `json:"name,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
+}
+
+// History supplies a session's turns for assembly (package session).
+type History interface {
+	// Turns returns the session's turns, oldest first; with max > 0 the
+	// newest max, never separating an assistant turn with tool_calls from
+	// the tool turns answering it.
+	Turns(ctx context.Context, sessionID string, max int) ([]Message, error)
+}
+
+// AssembleInput asks for the final messages of a runtime call.
+type AssembleInput struct {
+	Request
+	Variables       map[string]json.RawMessage
+	History         bool
+	MaxHistoryTurns int
+}
+
+// Assembled is what a runtime sends to its model.
+type Assembled struct {
+	Version      int               `json:"version"`
+	ContentHash  string            `json:"content_hash"`
+	Messages     []Message         `json:"messages"`
+	Tools        []json.RawMessage `json:"tools"`
+	Model        json.RawMessage   `json:"model"`
+	Release      *Trace            `json:"release"`
+	Pinned       bool              `json:"pinned"`
+	RepinnedFrom *int              `json:"repinned_from,omitempty"`
+}
+
+// Assemble resolves the version for the caller, binds the variables,
+// renders the system message and appends the session history (h may be nil
+// when there are no sessions).
+func (s *Store) Assemble(ctx context.Context, r Resolver, h History, in AssembleInput) (*Assembled, error) {
+	if in.MaxHistoryTurns < 0 || in.MaxHistoryTurns > 10000 {
+		return nil, invalid(CodeInvalidField, "max_history_turns", "max_history_turns must be 0..10000")
+	}
+	p, err := s.ResolvePrompt(ctx, r, in.Request)
+	if err != nil {
+		return nil, err
+	}
+	vars, err := p.Snapshot.Parsed.Bind(in.Variables)
+	if err != nil {
+		return nil, err
+	}
+	sys, _ := json.Marshal(p.Snapshot.Parsed.SystemMessage(vars))
+	out := &Assembled{Version: p.Version, ContentHash: p.Snapshot.ContentHash, Release: p.Release, Pinned: p.Pinned,
+		RepinnedFrom: p.RepinnedFrom, Messages: []Message{{Role: "system", Content: sys}},
+		Tools: p.Snapshot.Parsed.Tools, Model: p.Snapshot.Parsed.Model}
+	if out.Tools == nil {
+		out.Tools = []json.RawMessage{}
+	}
+	if out.Model == nil {
+		out.Model = json.RawMessage("null")
+	}
+	if in.History && in.SessionID != "" && h != nil {
+		turns, err := h.Turns(ctx, in.SessionID, in.MaxHistoryTurns)
+		if err != nil {
+			return nil, err
+		}
+		out.Messages = append(out.Messages, turns...)
+	}
+	return out, nil
+}

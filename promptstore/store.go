@@ -1,0 +1,121 @@
+package promptstore
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+
+	"github.com/promptd/promptd/internal/audit"
+	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/locks"
+)
+
+// Options configure a Store.
+type Options struct {
+	// Locker serialises writers per agent (versions) and per env (pointer
+	// moves). It is the fast path; SQL conditions are the guarantee.
+	Locker locks.Locker
+	// Keys builds lock and mirror keys (PROMPTD_KEY_PREFIX).
+	Keys locks.Keys
+	// Redis, when set, holds the mirror of snapshots and pointers and
+	// carries change events between instances. Nil: one instance, no mirror.
+	Redis redis.UniversalClient
+	// RedisTimeout bounds each Redis call (PROMPTD_REDIS_TIMEOUT).
+	RedisTimeout time.Duration
+	// Instance names this process in audit events.
+	Instance string
+	// LockWait is how long a writer waits for the agent or env lock before
+	// going ahead on the SQL conditions alone. Default 2s.
+	LockWait time.Duration
+	// SnapshotCacheSize bounds the in-process snapshot cache. Default 4096.
+	SnapshotCacheSize int
+	Metrics           *Metrics
+	Logger            *slog.Logger
+	Now               func() time.Time
+}
+
+// Store is the prompt store: versions, env pointers, revocations, the read
+// caches and the pointer resolver. Safe for concurrent use.
+type Store struct {
+	db    *gorm.DB
+	o     Options
+	log   *slog.Logger
+	audit audit.Log
+	snaps *snapshotCache
+	ptrs  *pointerCache
+	bus   *Bus
+}
+
+// New returns a Store over db (migrated with Migrations and
+// audit.Migrations).
+func New(db *gorm.DB, o Options) *Store {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.LockWait == 0 {
+		o.LockWait = 2 * time.Second
+	}
+	if o.SnapshotCacheSize <= 0 {
+		o.SnapshotCacheSize = 4096
+	}
+	if o.RedisTimeout <= 0 {
+		o.RedisTimeout = 100 * time.Millisecond
+	}
+	if o.Locker == nil {
+		o.Locker = locks.NewMemory(locks.Options{Holder: o.Instance})
+	}
+	s := &Store{db: db, o: o, log: o.Logger, audit: audit.Log{Instance: o.Instance, Now: o.Now},
+		snaps: newSnapshotCache(o.SnapshotCacheSize), ptrs: newPointerCache()}
+	s.bus = newBus(o.Redis, o.Keys, o.RedisTimeout, o.Logger)
+	s.bus.Subscribe(KindPointer, s.onPointerEvent)
+	return s
+}
+
+// Bus is the store's event bus, for packages that publish their own
+// changes (releases, sessions) on the same channel.
+func (s *Store) Bus() *Bus { return s.bus }
+
+// DB is the store's database, for packages that keep their tables beside
+// the store's (releases name the pointer row in their transactions).
+func (s *Store) DB() *gorm.DB { return s.db }
+
+// Audit is the store's audit log.
+func (s *Store) Audit() audit.Log { return s.audit }
+
+// Close stops the event subscription.
+func (s *Store) Close() error { return s.bus.Close() }
+
+// lock takes key for the duration of a write. When the locker cannot be
+// reached the write goes on under its SQL conditions alone (degraded mode,
+// counted); when another writer holds the key past LockWait, too.
+func (s *Store) lock(ctx context.Context, key string) func() {
+	l, err := s.o.Locker.Acquire(ctx, key, 10*time.Second, locks.WithWait(s.o.LockWait))
+	if err != nil {
+		if errors.Is(err, locks.ErrUnavailable) {
+			s.o.Metrics.degraded("redis")
+			s.log.Warn("lock unavailable: writing on SQL conditions alone", "key", key, "err", err)
+		}
+		return func() {}
+	}
+	return func() { _ = l.Release(context.WithoutCancel(ctx)) }
+}
+
+func (s *Store) now() time.Time { return s.o.Now() }
+
+// storeErr maps an infrastructure error that reached the domain boundary.
+func storeErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sqlstore.ErrUnavailable) {
+		return errors.Join(ErrUnavailable, err)
+	}
+	return err
+}

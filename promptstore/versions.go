@@ -1,0 +1,312 @@
+package promptstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/promptd/promptd/internal/audit"
+	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/locks"
+)
+
+// Version is an immutable prompt config snapshot.
+type Version struct {
+	Agent       string          `json:"agent"`
+	Version     int             `json:"version"`
+	Config      json.RawMessage `json:"config"` // canonical JSON
+	ContentHash string          `json:"content_hash"`
+	Message     string          `json:"message"`
+	CreatedBy   string          `json:"created_by"`
+	CreatedAt   time.Time       `json:"created_at"`
+}
+
+// Snapshot is a version with its parsed config, as the caches hold it.
+type Snapshot struct {
+	*Version
+	Parsed *Config
+}
+
+// MaxMessage bounds a version's message, in bytes.
+const MaxMessage = 4096
+
+// MaxVersion bounds version numbers (JSON clients read them exactly).
+const MaxVersion = 1<<31 - 1
+
+// CreateVersionInput is one version create.
+type CreateVersionInput struct {
+	Agent       string
+	BaseVersion int
+	Config      json.RawMessage
+	Message     string
+}
+
+// prepared is a validated create, ready to write.
+type prepared struct {
+	in     CreateVersionInput
+	parsed *Config
+	canon  []byte
+	hash   string
+}
+
+func prepare(in CreateVersionInput) (*prepared, error) {
+	if err := locks.ValidateID("agent", in.Agent); err != nil {
+		return nil, invalidID(err)
+	}
+	if in.BaseVersion < 0 || in.BaseVersion >= MaxVersion {
+		return nil, invalid(CodeInvalidField, "base_version", "base_version must be 0..%d", MaxVersion-1)
+	}
+	if len(in.Message) > MaxMessage {
+		return nil, invalid(CodeInvalidField, "message", "message is longer than %d bytes", MaxMessage)
+	}
+	parsed, canon, err := ParseConfig(in.Config)
+	if err != nil {
+		return nil, err
+	}
+	return &prepared{in: in, parsed: parsed, canon: canon, hash: ContentHash(canon)}, nil
+}
+
+func invalidID(err error) error {
+	var ie *locks.InvalidIDError
+	if errors.As(err, &ie) {
+		return &InvalidError{Code: CodeInvalidID, Field: ie.Field, Detail: ie.Reason}
+	}
+	return err
+}
+
+// CreateVersion creates version BaseVersion+1 of the agent. The database
+// checks the base: a conditional update of the agent's latest version (or
+// the agent row's primary key for the first version) plus the versions
+// table's unique key, in one transaction with the audit event. The agent's
+// config lock only cuts contention.
+func (s *Store) CreateVersion(ctx context.Context, in CreateVersionInput) (*Version, error) {
+	p, err := prepare(in)
+	if err != nil {
+		return nil, err
+	}
+	key, _ := s.o.Keys.Config(in.Agent)
+	defer s.lock(ctx, key)()
+	v, err := sqlstore.Transact(ctx, s.db, func(tx *gorm.DB) (*Version, error) {
+		return s.insertVersion(ctx, tx, p)
+	})
+	if err != nil {
+		var vc *VersionConflict
+		if errors.As(err, &vc) {
+			s.o.Metrics.conflict("version")
+		}
+		return nil, storeErr(err)
+	}
+	s.snaps.put(&Snapshot{Version: v, Parsed: p.parsed})
+	s.bus.mirrorSnapshot(ctx, v)
+	return v, nil
+}
+
+// insertVersion writes one version within tx.
+func (s *Store) insertVersion(ctx context.Context, tx *gorm.DB, p *prepared) (*Version, error) {
+	now := s.now()
+	ms := now.UnixMilli()
+	agent, base := p.in.Agent, p.in.BaseVersion
+	if base == 0 {
+		err := tx.Exec(`INSERT INTO prompt_agents (agent, latest_version, latest_content_hash, revision, created_at_ms, updated_at_ms)
+			VALUES (?, 1, ?, 1, ?, ?)`, agent, p.hash, ms, ms).Error
+		if sqlstore.IsDuplicate(err) {
+			return nil, &VersionConflict{Agent: agent, Base: base, Latest: latestVersion(tx, agent)}
+		}
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		res := tx.Exec(`UPDATE prompt_agents SET latest_version = ?, latest_content_hash = ?, revision = revision + 1, updated_at_ms = ?
+			WHERE agent = ? AND latest_version = ?`, base+1, p.hash, ms, agent, base)
+		if res.Error != nil {
+			return nil, res.Error
+		}
+		if res.RowsAffected != 1 {
+			return nil, &VersionConflict{Agent: agent, Base: base, Latest: latestVersion(tx, agent)}
+		}
+	}
+	v := &Version{Agent: agent, Version: base + 1, Config: p.canon, ContentHash: p.hash, Message: p.in.Message,
+		CreatedBy: audit.Actor(ctx), CreatedAt: time.UnixMilli(ms).UTC()}
+	err := tx.Exec(`INSERT INTO prompt_versions (agent, version, config, content_hash, message, created_by, created_at_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, agent, v.Version, string(p.canon), p.hash, v.Message, v.CreatedBy, ms).Error
+	if sqlstore.IsDuplicate(err) {
+		return nil, &VersionConflict{Agent: agent, Base: base, Latest: latestVersion(tx, agent)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	details := map[string]any{"version": v.Version, "content_hash": v.ContentHash, "base_version": base}
+	if err := s.audit.Append(ctx, tx, audit.Event{Action: "version.created", Agent: agent,
+		Resource: fmt.Sprintf("agents/%s/versions/%d", agent, v.Version)}, details); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func latestVersion(tx *gorm.DB, agent string) int {
+	var latest int
+	tx.Raw(`SELECT latest_version FROM prompt_agents WHERE agent = ?`, agent).Scan(&latest)
+	return latest
+}
+
+type versionRow struct {
+	Agent       string
+	Version     int
+	Config      string
+	ContentHash string
+	Message     string
+	CreatedBy   string
+	CreatedAtMs int64
+}
+
+func (r versionRow) version() *Version {
+	return &Version{Agent: r.Agent, Version: r.Version, Config: json.RawMessage(r.Config), ContentHash: r.ContentHash,
+		Message: r.Message, CreatedBy: r.CreatedBy, CreatedAt: time.UnixMilli(r.CreatedAtMs).UTC()}
+}
+
+// Snapshot returns a version with its parsed config: from the in-process
+// cache, else the Redis mirror, else SQL.
+func (s *Store) Snapshot(ctx context.Context, agent string, version int) (*Snapshot, error) {
+	if snap := s.snaps.get(agent, version); snap != nil {
+		s.o.Metrics.cache("snapshot", "hit")
+		return snap, nil
+	}
+	s.o.Metrics.cache("snapshot", "miss")
+	v, sqlErr := s.loadVersion(ctx, agent, version)
+	if sqlErr != nil && errors.Is(sqlErr, ErrUnavailable) {
+		if mv := s.bus.readSnapshot(ctx, agent, version); mv != nil {
+			v, sqlErr = mv, nil
+		}
+	}
+	if sqlErr != nil {
+		return nil, sqlErr
+	}
+	parsed, _, err := ParseConfig(v.Config)
+	if err != nil {
+		return nil, fmt.Errorf("promptstore: stored config of %s v%d does not parse: %w", agent, version, err)
+	}
+	snap := &Snapshot{Version: v, Parsed: parsed}
+	s.snaps.put(snap)
+	s.bus.mirrorSnapshot(ctx, v)
+	return snap, nil
+}
+
+func (s *Store) loadVersion(ctx context.Context, agent string, version int) (*Version, error) {
+	var rows []versionRow
+	err := s.db.WithContext(ctx).Raw(`SELECT agent, version, config, content_hash, message, created_by, created_at_ms
+		FROM prompt_versions WHERE agent = ? AND version = ?`, agent, version).Scan(&rows).Error
+	if err != nil {
+		return nil, storeErr(sqlstore.Translate(err))
+	}
+	if len(rows) == 0 {
+		return nil, ErrVersionNotFound
+	}
+	return rows[0].version(), nil
+}
+
+// GetVersion returns one version.
+func (s *Store) GetVersion(ctx context.Context, agent string, version int) (*Version, error) {
+	if err := locks.ValidateID("agent", agent); err != nil {
+		return nil, invalidID(err)
+	}
+	snap, err := s.Snapshot(ctx, agent, version)
+	if err != nil {
+		return nil, err
+	}
+	return snap.Version, nil
+}
+
+// Page asks for one page of a list: Limit items after Cursor.
+type Page struct {
+	Limit  int
+	Cursor string
+}
+
+// ListVersions lists an agent's versions, newest first. The cursor is the
+// last version of the previous page.
+func (s *Store) ListVersions(ctx context.Context, agent string, p Page) ([]*Version, string, error) {
+	if err := locks.ValidateID("agent", agent); err != nil {
+		return nil, "", invalidID(err)
+	}
+	before := MaxVersion
+	if p.Cursor != "" {
+		if _, err := fmt.Sscanf(p.Cursor, "%d", &before); err != nil || before < 1 {
+			return nil, "", invalid(CodeInvalidField, "cursor", "bad cursor")
+		}
+	}
+	var rows []versionRow
+	err := s.db.WithContext(ctx).Raw(`SELECT agent, version, config, content_hash, message, created_by, created_at_ms
+		FROM prompt_versions WHERE agent = ? AND version < ? ORDER BY version DESC LIMIT ?`, agent, before, p.Limit+1).Scan(&rows).Error
+	if err != nil {
+		return nil, "", storeErr(sqlstore.Translate(err))
+	}
+	if len(rows) == 0 && p.Cursor == "" {
+		if latestVersion(s.db.WithContext(ctx), agent) == 0 {
+			return nil, "", ErrAgentNotFound
+		}
+	}
+	next := ""
+	if len(rows) > p.Limit {
+		rows = rows[:p.Limit]
+		next = fmt.Sprint(rows[len(rows)-1].Version)
+	}
+	out := make([]*Version, len(rows))
+	for i, r := range rows {
+		out[i] = r.version()
+	}
+	return out, next, nil
+}
+
+// Agent is an agent's summary.
+type Agent struct {
+	Agent             string         `json:"agent"`
+	LatestVersion     int            `json:"latest_version"`
+	LatestContentHash string         `json:"latest_content_hash"`
+	Envs              map[string]int `json:"envs"`
+}
+
+// ListAgents lists agents by name; the cursor is the last agent of the
+// previous page.
+func (s *Store) ListAgents(ctx context.Context, p Page) ([]*Agent, string, error) {
+	var rows []struct {
+		Agent             string
+		LatestVersion     int
+		LatestContentHash string
+	}
+	db := s.db.WithContext(ctx)
+	err := db.Raw(`SELECT agent, latest_version, latest_content_hash FROM prompt_agents WHERE agent > ? ORDER BY agent LIMIT ?`,
+		p.Cursor, p.Limit+1).Scan(&rows).Error
+	if err != nil {
+		return nil, "", storeErr(sqlstore.Translate(err))
+	}
+	next := ""
+	if len(rows) > p.Limit {
+		rows = rows[:p.Limit]
+		next = rows[len(rows)-1].Agent
+	}
+	out := make([]*Agent, len(rows))
+	byName := map[string]*Agent{}
+	names := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = &Agent{Agent: r.Agent, LatestVersion: r.LatestVersion, LatestContentHash: r.LatestContentHash, Envs: map[string]int{}}
+		byName[r.Agent] = out[i]
+		names[i] = r.Agent
+	}
+	if len(names) > 0 {
+		var envs []struct {
+			Agent, Env string
+			Version    int
+		}
+		if err := db.Raw(`SELECT agent, env, version FROM prompt_env_pointers WHERE agent IN ?`, names).Scan(&envs).Error; err != nil {
+			return nil, "", storeErr(sqlstore.Translate(err))
+		}
+		for _, e := range envs {
+			byName[e.Agent].Envs[e.Env] = e.Version
+		}
+	}
+	return out, next, nil
+}
