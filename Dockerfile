@@ -1,0 +1,23 @@
+# syntax=docker/dockerfile:1
+# Multi-stage build of promptd: a static binary (no cgo: SQLite is pure Go)
+# in a distroless image running as a non-root user.
+
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/promptd ./cmd/promptd \
+ && mkdir -p /out/data
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/promptd /usr/local/bin/promptd
+# The embedded-mode data directory (SQLite, generated tokens), owned by
+# the image's nonroot user (65532).
+COPY --from=build --chown=65532:65532 /out/data /data
+ENV PROMPTD_ADDR=0.0.0.0:8080 \
+    PROMPTD_DATA_DIR=/data
+VOLUME ["/data"]
+USER nonroot:nonroot
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/promptd"]

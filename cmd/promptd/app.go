@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+
+	"github.com/promptd/promptd/api"
+	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/locks"
+)
+
+// shutdownTimeout bounds how long requests in flight may take to finish.
+const shutdownTimeout = 10 * time.Second
+
+// Main is a running promptd: its stores, lock manager and HTTP server.
+// Open starts it, Close stops it; tests run it in process on port 0.
+type Main struct {
+	Config Config
+	Logger *slog.Logger
+
+	db       *gorm.DB
+	redis    *redis.Client // nil without PROMPTD_REDIS_URL
+	locker   *locks.Manager
+	registry *prometheus.Registry
+	server   *api.Server
+	ln       net.Listener
+	served   chan error // the server's exit, once
+}
+
+// NewMain returns a Main for cfg that logs to log.
+func NewMain(cfg Config, log *slog.Logger) *Main {
+	return &Main{Config: cfg, Logger: log, served: make(chan error, 1)}
+}
+
+// migrations returns the schema migrations of every component, applied at
+// start. The domain packages add theirs here.
+func migrations() []sqlstore.Migration { return nil }
+
+// Open connects the stores, migrates the schema, listens on Config.Addr
+// and starts serving in the background. On error, call Close.
+func (m *Main) Open(ctx context.Context) error {
+	cfg := m.Config
+	m.registry = prometheus.NewRegistry()
+	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	if err := m.openSQL(ctx); err != nil {
+		return err
+	}
+	if err := sqlstore.Migrate(ctx, m.db, migrations()...); err != nil {
+		return err
+	}
+	lockOpts := locks.Options{Holder: cfg.InstanceID, Metrics: locks.NewMetrics(m.registry), Logger: m.Logger}
+	checks := api.Checks{SQL: func(ctx context.Context) error { return sqlstore.Ping(ctx, m.db) }}
+	if cfg.RedisURL != "" {
+		if err := m.openRedis(ctx); err != nil {
+			return err
+		}
+		m.locker = locks.NewRedis(m.redis, locks.RedisOptions{Keys: locks.Keys{Prefix: cfg.KeyPrefix}, Timeout: cfg.RedisTimeout}, lockOpts)
+		checks.Redis = func(ctx context.Context) error { return m.redis.Ping(ctx).Err() }
+	} else {
+		m.locker = locks.NewMemory(lockOpts)
+	}
+
+	m.server = api.New(api.Config{
+		Logger:       m.Logger,
+		Checks:       checks,
+		Gatherer:     m.registry,
+		Registerer:   m.registry,
+		MetricsToken: cfg.MetricsToken,
+	})
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	m.ln = ln
+	go func() { m.served <- m.server.Serve(ln) }()
+	return nil
+}
+
+// openSQL opens MySQL, or SQLite in the data directory.
+func (m *Main) openSQL(ctx context.Context) error {
+	cfg := sqlstore.Config{MySQLDSN: m.Config.MySQLDSN, Logger: m.Logger}
+	if cfg.MySQLDSN == "" {
+		if err := os.MkdirAll(m.Config.DataDir, 0o700); err != nil {
+			return fmt.Errorf("data directory: %w", err)
+		}
+		cfg.SQLitePath = filepath.Join(m.Config.DataDir, "promptd.db")
+	}
+	db, err := sqlstore.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	m.db = db
+	return nil
+}
+
+// openRedis builds the client. Every call is bounded by PROMPTD_REDIS_TIMEOUT
+// (ContextTimeoutEnabled makes call deadlines bound reads too). An
+// unreachable Redis does not stop the start: promptd runs degraded.
+func (m *Main) openRedis(ctx context.Context) error {
+	opt, err := redis.ParseURL(m.Config.RedisURL)
+	if err != nil {
+		return errors.New("PROMPTD_REDIS_URL: invalid URL") // checked by loadConfig already
+	}
+	t := m.Config.RedisTimeout
+	opt.ContextTimeoutEnabled = true
+	opt.ReadTimeout, opt.WriteTimeout = t, t
+	opt.DialTimeout = 5 * t
+	opt.PoolTimeout = 2 * t
+	opt.MaxRetries = 1
+	m.redis = redis.NewClient(opt)
+	pctx, cancel := context.WithTimeout(ctx, opt.DialTimeout+t)
+	defer cancel()
+	if err := m.redis.Ping(pctx).Err(); err != nil {
+		m.Logger.Warn("redis unreachable at start; running degraded", "err", err)
+	}
+	return nil
+}
+
+// Addr is the address the server listens on (with the real port when
+// Config.Addr asked for port 0).
+func (m *Main) Addr() net.Addr {
+	if m.ln == nil {
+		return nil
+	}
+	return m.ln.Addr()
+}
+
+// Served delivers the server's exit: an error if it stopped on its own.
+func (m *Main) Served() <-chan error { return m.served }
+
+// Close stops promptd in order: the server stops accepting and lets
+// requests in flight finish (at most shutdownTimeout), the lock manager
+// releases promptd's own leases, then Redis and SQL are closed. It is
+// safe after a failed Open.
+func (m *Main) Close(ctx context.Context) error {
+	var errs []error
+	if m.server != nil {
+		sctx, cancel := context.WithTimeout(ctx, shutdownTimeout)
+		errs = append(errs, m.server.Shutdown(sctx))
+		cancel()
+	}
+	if m.locker != nil {
+		errs = append(errs, m.locker.Close(ctx))
+	}
+	if m.redis != nil {
+		errs = append(errs, m.redis.Close())
+	}
+	if m.db != nil {
+		errs = append(errs, sqlstore.Close(m.db))
+	}
+	return errors.Join(errs...)
+}

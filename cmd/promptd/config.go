@@ -1,0 +1,303 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+)
+
+// configVars lists every environment variable promptd reads; the tests
+// check that loadConfig reads exactly these and that docker-compose.yml
+// sets no other PROMPTD_ variable.
+var configVars = []string{
+	"PROMPTD_ADDR",
+	"PROMPTD_DATA_DIR",
+	"PROMPTD_MYSQL_DSN",
+	"PROMPTD_REDIS_URL",
+	"PROMPTD_SINGLE_INSTANCE",
+	"PROMPTD_KEY_PREFIX",
+	"PROMPTD_TOKENS",
+	"PROMPTD_METRICS_TOKEN",
+	"PROMPTD_INSTANCE_ID",
+	"PROMPTD_REDIS_TIMEOUT",
+	"PROMPTD_RECONCILE_EVERY",
+	"PROMPTD_IMPORT_MAX_BYTES",
+	"PROMPTD_SESSION_IDLE_TTL",
+	"PROMPTD_SESSION_RETENTION",
+	"PROMPTD_IDEMPOTENCY_TTL",
+	"PROMPTD_LOG_LEVEL",
+}
+
+// Token roles.
+const (
+	RoleAdmin   = "admin"
+	RoleRuntime = "runtime"
+)
+
+// minSecretLen is the shortest token secret accepted.
+const minSecretLen = 16
+
+// Token is one entry of PROMPTD_TOKENS.
+type Token struct {
+	Name   string // shown in logs and audit instead of the secret
+	Role   string // RoleAdmin or RoleRuntime
+	Secret string
+}
+
+// Config is promptd's configuration, read from PROMPTD_* variables
+// (API.md, Configuration).
+type Config struct {
+	Addr             string
+	DataDir          string
+	MySQLDSN         string
+	RedisURL         string
+	SingleInstance   bool
+	KeyPrefix        string
+	Tokens           []Token
+	MetricsToken     string
+	InstanceID       string
+	RedisTimeout     time.Duration
+	ReconcileEvery   time.Duration
+	ImportMaxBytes   int64
+	SessionIdleTTL   time.Duration
+	SessionRetention time.Duration
+	IdempotencyTTL   time.Duration
+	LogLevel         slog.Level
+}
+
+// loadConfig reads and validates the configuration. It reports every
+// problem at once; no message contains a secret.
+func loadConfig(getenv func(string) string) (Config, error) {
+	e := &envReader{getenv: getenv}
+	c := Config{
+		Addr:             e.str("PROMPTD_ADDR", "127.0.0.1:8080"),
+		DataDir:          e.str("PROMPTD_DATA_DIR", "./data"),
+		MySQLDSN:         e.str("PROMPTD_MYSQL_DSN", ""),
+		RedisURL:         e.str("PROMPTD_REDIS_URL", ""),
+		SingleInstance:   e.boolean("PROMPTD_SINGLE_INSTANCE", false),
+		KeyPrefix:        e.str("PROMPTD_KEY_PREFIX", "prompt"),
+		MetricsToken:     e.str("PROMPTD_METRICS_TOKEN", ""),
+		InstanceID:       e.str("PROMPTD_INSTANCE_ID", ""),
+		RedisTimeout:     e.duration("PROMPTD_REDIS_TIMEOUT", 100*time.Millisecond),
+		ReconcileEvery:   e.duration("PROMPTD_RECONCILE_EVERY", 2*time.Second),
+		ImportMaxBytes:   e.bytes("PROMPTD_IMPORT_MAX_BYTES", 64<<20),
+		SessionIdleTTL:   e.duration("PROMPTD_SESSION_IDLE_TTL", 24*time.Hour),
+		SessionRetention: e.duration("PROMPTD_SESSION_RETENTION", 720*time.Hour),
+		IdempotencyTTL:   e.duration("PROMPTD_IDEMPOTENCY_TTL", 24*time.Hour),
+		LogLevel:         e.level("PROMPTD_LOG_LEVEL", slog.LevelInfo),
+	}
+	tokens, err := parseTokens(e.str("PROMPTD_TOKENS", ""))
+	e.check("PROMPTD_TOKENS", err)
+	c.Tokens = tokens
+	if c.InstanceID == "" {
+		c.InstanceID = defaultInstanceID()
+	}
+	e.check("PROMPTD_ADDR", checkAddr(c.Addr))
+	e.check("PROMPTD_MYSQL_DSN", checkDSN(c.MySQLDSN))
+	e.check("PROMPTD_REDIS_URL", checkRedisURL(c.RedisURL))
+	e.check("PROMPTD_KEY_PREFIX", checkKeyPrefix(c.KeyPrefix))
+	e.check("PROMPTD_INSTANCE_ID", checkInstanceID(c.InstanceID))
+	if c.DataDir == "" && c.MySQLDSN == "" {
+		e.check("PROMPTD_DATA_DIR", errors.New("must not be empty without PROMPTD_MYSQL_DSN"))
+	}
+	if c.MySQLDSN != "" && c.RedisURL == "" && !c.SingleInstance {
+		e.errs = append(e.errs, errors.New("PROMPTD_MYSQL_DSN is set without PROMPTD_REDIS_URL: "+
+			"in-memory locks are only safe for one process; set PROMPTD_REDIS_URL, "+
+			"or PROMPTD_SINGLE_INSTANCE=true if exactly one promptd uses this database"))
+	}
+	if c.MySQLDSN != "" && len(c.Tokens) == 0 {
+		e.errs = append(e.errs, errors.New("PROMPTD_TOKENS is required with PROMPTD_MYSQL_DSN: "+
+			"every replica must accept the same tokens"))
+	}
+	return c, errors.Join(e.errs...)
+}
+
+// envReader reads variables with defaults and collects parse errors.
+type envReader struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (e *envReader) check(name string, err error) {
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s: %w", name, err))
+	}
+}
+
+func (e *envReader) str(name, def string) string {
+	if v := strings.TrimSpace(e.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (e *envReader) duration(name string, def time.Duration) time.Duration {
+	v := e.str(name, "")
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		e.check(name, fmt.Errorf("invalid duration %q (use Go syntax: 100ms, 2s, 24h)", v))
+	case d <= 0:
+		e.check(name, fmt.Errorf("duration %q must be positive", v))
+	}
+	return d
+}
+
+func (e *envReader) boolean(name string, def bool) bool {
+	v := e.str(name, "")
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		e.check(name, fmt.Errorf("invalid boolean %q (use true or false)", v))
+	}
+	return b
+}
+
+func (e *envReader) bytes(name string, def int64) int64 {
+	v := e.str(name, "")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		e.check(name, fmt.Errorf("invalid size %q (a positive number of bytes)", v))
+	}
+	return n
+}
+
+func (e *envReader) level(name string, def slog.Level) slog.Level {
+	v := e.str(name, "")
+	if v == "" {
+		return def
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(v)); err != nil {
+		e.check(name, fmt.Errorf("invalid level %q (debug, info, warn or error)", v))
+	}
+	return l
+}
+
+// parseTokens parses "name:role:secret,...". Errors name the entry by its
+// position and name, never by its secret.
+func parseTokens(s string) ([]Token, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var tokens []Token
+	names, secrets := map[string]bool{}, map[string]bool{}
+	for i, entry := range strings.Split(s, ",") {
+		parts := strings.SplitN(strings.TrimSpace(entry), ":", 3)
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("entry %d: want name:role:secret", i+1)
+		}
+		t := Token{Name: parts[0], Role: parts[1], Secret: parts[2]}
+		switch {
+		case !validName(t.Name):
+			return nil, fmt.Errorf("entry %d: name must be 1..64 characters of [A-Za-z0-9._-]", i+1)
+		case t.Role != RoleAdmin && t.Role != RoleRuntime:
+			return nil, fmt.Errorf("token %q: role must be %s or %s", t.Name, RoleAdmin, RoleRuntime)
+		case len(t.Secret) < minSecretLen || strings.IndexFunc(t.Secret, unicode.IsSpace) >= 0:
+			return nil, fmt.Errorf("token %q: secret must be at least %d characters, without spaces", t.Name, minSecretLen)
+		case names[t.Name]:
+			return nil, fmt.Errorf("token %q is defined twice", t.Name)
+		case secrets[t.Secret]:
+			return nil, fmt.Errorf("token %q: its secret is also another token's", t.Name)
+		}
+		names[t.Name], secrets[t.Secret] = true, true
+		tokens = append(tokens, t)
+	}
+	return tokens, nil
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)) || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func checkAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("invalid listen address %q (want host:port)", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("invalid port in %q", addr)
+	}
+	return nil
+}
+
+func checkDSN(dsn string) error {
+	if dsn == "" {
+		return nil
+	}
+	if _, err := mysql.ParseDSN(dsn); err != nil {
+		return err // the driver's messages never echo the DSN
+	}
+	return nil
+}
+
+func checkRedisURL(u string) error {
+	if u == "" {
+		return nil
+	}
+	if _, err := redis.ParseURL(u); err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error quotes the URL, password included
+		}
+		return fmt.Errorf("invalid Redis URL: %v", err)
+	}
+	return nil
+}
+
+// checkKeyPrefix keeps the prefix out of Redis Cluster hash tags (no
+// braces anywhere) and out of the key separator (no ':' at the ends).
+func checkKeyPrefix(p string) error {
+	switch {
+	case len(p) > 64:
+		return errors.New("must be at most 64 characters")
+	case strings.ContainsAny(p, "{}"):
+		return fmt.Errorf("%q must not contain '{' or '}' (Redis Cluster hash tags)", p)
+	case strings.HasPrefix(p, ":") || strings.HasSuffix(p, ":"):
+		return fmt.Errorf("%q must not start or end with ':'", p)
+	case strings.IndexFunc(p, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		return fmt.Errorf("%q must not contain spaces or control characters", p)
+	}
+	return nil
+}
+
+func checkInstanceID(id string) error {
+	if len(id) > 256 || strings.IndexFunc(id, unicode.IsControl) >= 0 {
+		return errors.New("must be at most 256 bytes of printable text")
+	}
+	return nil
+}
+
+func defaultInstanceID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "promptd"
+	}
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}

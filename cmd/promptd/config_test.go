@@ -1,0 +1,144 @@
+package main
+
+import (
+	"log/slog"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+func TestLoadConfig_defaults(t *testing.T) {
+	c, err := loadConfig(env(nil))
+	if err != nil {
+		t.Fatalf("loadConfig: %v", err)
+	}
+	want := Config{
+		Addr: "127.0.0.1:8080", DataDir: "./data", KeyPrefix: "prompt",
+		RedisTimeout: 100 * time.Millisecond, ReconcileEvery: 2 * time.Second, ImportMaxBytes: 67108864,
+		SessionIdleTTL: 24 * time.Hour, SessionRetention: 720 * time.Hour, IdempotencyTTL: 24 * time.Hour,
+		LogLevel: slog.LevelInfo, InstanceID: c.InstanceID,
+	}
+	if !strings.Contains(c.InstanceID, "-") {
+		t.Errorf("InstanceID = %q, want hostname-pid", c.InstanceID)
+	}
+	if c.MySQLDSN != "" || c.RedisURL != "" || c.Tokens != nil || c.SingleInstance || c.MetricsToken != "" {
+		t.Errorf("defaults: %+v", c)
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
+	}
+}
+
+func TestLoadConfig_values(t *testing.T) {
+	c, err := loadConfig(env(map[string]string{
+		"PROMPTD_ADDR":              "0.0.0.0:9000",
+		"PROMPTD_MYSQL_DSN":         "u:pw@tcp(db:3306)/promptd",
+		"PROMPTD_REDIS_URL":         "redis://:pw@cache:6379/2",
+		"PROMPTD_KEY_PREFIX":        "team-a",
+		"PROMPTD_TOKENS":            "ops:admin:0123456789abcdef0, agents:runtime:fedcba9876543210:x",
+		"PROMPTD_METRICS_TOKEN":     "m",
+		"PROMPTD_INSTANCE_ID":       "pod-1",
+		"PROMPTD_REDIS_TIMEOUT":     "250ms",
+		"PROMPTD_RECONCILE_EVERY":   "5s",
+		"PROMPTD_IMPORT_MAX_BYTES":  "1024",
+		"PROMPTD_SESSION_IDLE_TTL":  "1h",
+		"PROMPTD_SESSION_RETENTION": "48h",
+		"PROMPTD_IDEMPOTENCY_TTL":   "2h",
+		"PROMPTD_LOG_LEVEL":         "debug",
+	}))
+	if err != nil {
+		t.Fatalf("loadConfig: %v", err)
+	}
+	want := []Token{{"ops", RoleAdmin, "0123456789abcdef0"}, {"agents", RoleRuntime, "fedcba9876543210:x"}}
+	if !slices.Equal(c.Tokens, want) {
+		t.Errorf("Tokens = %+v", c.Tokens)
+	}
+	if c.Addr != "0.0.0.0:9000" || c.KeyPrefix != "team-a" || c.InstanceID != "pod-1" || c.RedisTimeout != 250*time.Millisecond ||
+		c.ReconcileEvery != 5*time.Second || c.ImportMaxBytes != 1024 || c.SessionIdleTTL != time.Hour ||
+		c.SessionRetention != 48*time.Hour || c.IdempotencyTTL != 2*time.Hour || c.LogLevel != slog.LevelDebug {
+		t.Errorf("config = %+v", c)
+	}
+	if s := c.LogValue().String(); strings.Contains(s, "pw") || strings.Contains(s, "0123456789abcdef0") {
+		t.Errorf("LogValue leaks a secret: %s", s)
+	}
+}
+
+func TestLoadConfig_invalid(t *testing.T) {
+	const mysql = "u:pw@tcp(db:3306)/promptd"
+	const tokens = "ops:admin:0123456789abcdef"
+	for _, tc := range []struct {
+		name string
+		vars map[string]string
+		want string // in the error
+	}{
+		{"bad duration", map[string]string{"PROMPTD_REDIS_TIMEOUT": "100"}, "PROMPTD_REDIS_TIMEOUT: invalid duration"},
+		{"negative duration", map[string]string{"PROMPTD_SESSION_IDLE_TTL": "-1h"}, "PROMPTD_SESSION_IDLE_TTL: duration \"-1h\" must be positive"},
+		{"bad reconcile", map[string]string{"PROMPTD_RECONCILE_EVERY": "soon"}, "PROMPTD_RECONCILE_EVERY"},
+		{"bad bool", map[string]string{"PROMPTD_SINGLE_INSTANCE": "yes please"}, "PROMPTD_SINGLE_INSTANCE: invalid boolean"},
+		{"bad size", map[string]string{"PROMPTD_IMPORT_MAX_BYTES": "64MiB"}, "PROMPTD_IMPORT_MAX_BYTES: invalid size"},
+		{"bad level", map[string]string{"PROMPTD_LOG_LEVEL": "loud"}, "PROMPTD_LOG_LEVEL: invalid level"},
+		{"bad addr", map[string]string{"PROMPTD_ADDR": "localhost"}, "PROMPTD_ADDR: invalid listen address"},
+		{"bad port", map[string]string{"PROMPTD_ADDR": "localhost:http-alt"}, "PROMPTD_ADDR: invalid port"},
+		{"bad redis url", map[string]string{"PROMPTD_REDIS_URL": "http://h:6379"}, "PROMPTD_REDIS_URL: invalid Redis URL"},
+		{"bad dsn", map[string]string{"PROMPTD_MYSQL_DSN": "not a dsn", "PROMPTD_TOKENS": tokens, "PROMPTD_SINGLE_INSTANCE": "true"}, "PROMPTD_MYSQL_DSN"},
+		{"prefix brace", map[string]string{"PROMPTD_KEY_PREFIX": "a{b}"}, "PROMPTD_KEY_PREFIX"},
+		{"prefix colon end", map[string]string{"PROMPTD_KEY_PREFIX": "prompt:"}, "must not start or end with ':'"},
+		{"prefix colon start", map[string]string{"PROMPTD_KEY_PREFIX": ":prompt"}, "must not start or end with ':'"},
+		{"prefix space", map[string]string{"PROMPTD_KEY_PREFIX": "a b"}, "spaces"},
+		{"token format", map[string]string{"PROMPTD_TOKENS": "ops-admin-0123456789abcdef"}, "PROMPTD_TOKENS: entry 1: want name:role:secret"},
+		{"token role", map[string]string{"PROMPTD_TOKENS": "ops:root:0123456789abcdef"}, "role must be admin or runtime"},
+		{"token short", map[string]string{"PROMPTD_TOKENS": "ops:admin:short"}, "at least 16"},
+		{"token name", map[string]string{"PROMPTD_TOKENS": "o p:admin:0123456789abcdef"}, "entry 1: name"},
+		{"token dup name", map[string]string{"PROMPTD_TOKENS": tokens + "," + tokens + "x"}, "defined twice"},
+		{"token dup secret", map[string]string{"PROMPTD_TOKENS": tokens + ",b:runtime:0123456789abcdef"}, "also another token's"},
+		{"mysql without redis", map[string]string{"PROMPTD_MYSQL_DSN": mysql, "PROMPTD_TOKENS": tokens}, "PROMPTD_SINGLE_INSTANCE=true"},
+		{"mysql without tokens", map[string]string{"PROMPTD_MYSQL_DSN": mysql, "PROMPTD_REDIS_URL": "redis://r:6379/0"}, "PROMPTD_TOKENS is required"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := loadConfig(env(tc.vars))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("loadConfig: err = %v, want one containing %q", err, tc.want)
+			}
+			for _, v := range tc.vars {
+				if strings.Contains(v, "0123456789abcdef") && strings.Contains(err.Error(), "0123456789abcdef") {
+					t.Errorf("error leaks a token secret: %v", err)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadConfig_reportsAllErrors(t *testing.T) {
+	_, err := loadConfig(env(map[string]string{"PROMPTD_REDIS_TIMEOUT": "x", "PROMPTD_ADDR": "y"}))
+	if err == nil || !strings.Contains(err.Error(), "PROMPTD_REDIS_TIMEOUT") || !strings.Contains(err.Error(), "PROMPTD_ADDR") {
+		t.Fatalf("err = %v, want both problems", err)
+	}
+}
+
+func TestLoadConfig_mysqlWithoutRedis_singleInstance_isAccepted(t *testing.T) {
+	c, err := loadConfig(env(map[string]string{
+		"PROMPTD_MYSQL_DSN":       "u:pw@tcp(db:3306)/promptd",
+		"PROMPTD_TOKENS":          "ops:admin:0123456789abcdef",
+		"PROMPTD_SINGLE_INSTANCE": "true",
+	}))
+	if err != nil || !c.SingleInstance {
+		t.Fatalf("loadConfig: %+v, %v", c, err)
+	}
+}
+
+func TestLoadConfig_readsExactlyConfigVars(t *testing.T) {
+	read := map[string]bool{}
+	_, _ = loadConfig(func(k string) string { read[k] = true; return "" })
+	got := slices.Sorted(maps.Keys(read))
+	want := slices.Sorted(slices.Values(configVars))
+	if !slices.Equal(got, want) {
+		t.Fatalf("loadConfig reads %v,\nconfigVars lists %v", got, want)
+	}
+}

@@ -1,0 +1,72 @@
+// Command promptd serves prompt configs and coordinates agent sessions
+// over HTTP. It is configured with PROMPTD_* environment variables
+// (promptd -h lists them; shared/API.md explains them).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args, os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "promptd:", err)
+		os.Exit(1)
+	}
+}
+
+// run starts promptd and blocks until ctx is done or SIGINT/SIGTERM
+// arrives, then shuts it down gracefully. Logs go to stdout as JSON.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if len(args) > 1 {
+		switch args[1] {
+		case "-h", "-help", "--help", "help":
+			fmt.Fprintf(stdout, "usage: promptd\n\npromptd reads its configuration from the environment:\n  %s\n",
+				strings.Join(configVars, "\n  "))
+			return nil
+		}
+		return fmt.Errorf("unexpected argument %q: promptd is configured with PROMPTD_* variables (promptd -h lists them)", args[1])
+	}
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return fmt.Errorf("configuration:\n%w", err)
+	}
+	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: cfg.LogLevel})).
+		With("instance", cfg.InstanceID)
+	log.Info("starting", "config", cfg)
+
+	m := NewMain(cfg, log)
+	if err := m.Open(ctx); err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		return errors.Join(err, m.Close(cctx))
+	}
+	log.Info("listening", "addr", m.Addr().String())
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		stop() // a second signal kills at once
+		log.Info("shutting down")
+	case serveErr = <-m.Served():
+		log.Error("server stopped", "err", serveErr)
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout+5*time.Second)
+	defer cancel()
+	if err := errors.Join(serveErr, m.Close(cctx)); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,173 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"github.com/go-sql-driver/mysql"
+	gormmysql "gorm.io/driver/mysql"
+	"gorm.io/gorm"
+)
+
+// Dialect names, as returned by Dialect.
+const (
+	MySQL  = "mysql"
+	SQLite = "sqlite"
+)
+
+// Pool settings for MySQL. SQLite always uses one connection.
+const (
+	mysqlMaxOpenConns    = 32
+	mysqlMaxIdleConns    = 16
+	mysqlConnMaxLifetime = 5 * time.Minute
+	mysqlConnMaxIdleTime = time.Minute
+	mysqlDialTimeout     = 5 * time.Second
+
+	// slowQuery is the duration above which a statement is logged.
+	slowQuery = 200 * time.Millisecond
+)
+
+// sqlitePragmas are applied to the SQLite connection when it opens.
+// _txlock=immediate takes the write lock at BEGIN, so a transaction never
+// fails half-way when it upgrades from reading to writing.
+var sqlitePragmas = url.Values{
+	"_pragma": {
+		"journal_mode(WAL)",
+		"busy_timeout(5000)",
+		"foreign_keys(1)",
+		"synchronous(NORMAL)",
+	},
+	"_txlock": {"immediate"},
+}
+
+// Config selects the database. MySQLDSN wins when set; otherwise SQLitePath
+// is used.
+type Config struct {
+	// MySQLDSN is a go-sql-driver DSN (user:pw@tcp(host:3306)/db). Open adds
+	// parseTime=true and clientFoundRows=true, and a 5s dial timeout when
+	// none is given.
+	MySQLDSN string
+	// SQLitePath is the database file; its directory must exist.
+	SQLitePath string
+	// Logger receives slow queries (over 200ms) as warnings and gorm's own
+	// warnings and errors; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Open connects to the configured database and checks that it answers
+// within ctx.
+func Open(ctx context.Context, cfg Config) (*gorm.DB, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	gcfg := &gorm.Config{
+		Logger:               newLogger(log, slowQuery),
+		NowFunc:              func() time.Time { return time.Now().UTC() },
+		DisableAutomaticPing: true, // Open pings with ctx below
+	}
+	var (
+		sqlDB     *sql.DB
+		dialector gorm.Dialector
+	)
+	switch {
+	case cfg.MySQLDSN != "":
+		mc, err := mysqlConfig(cfg.MySQLDSN, log)
+		if err != nil {
+			return nil, err
+		}
+		connector, err := mysql.NewConnector(mc)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: MySQL DSN: %w", err)
+		}
+		sqlDB = sql.OpenDB(connector)
+		sqlDB.SetMaxOpenConns(mysqlMaxOpenConns)
+		sqlDB.SetMaxIdleConns(mysqlMaxIdleConns)
+		sqlDB.SetConnMaxLifetime(mysqlConnMaxLifetime)
+		sqlDB.SetConnMaxIdleTime(mysqlConnMaxIdleTime)
+		dialector = gormmysql.New(gormmysql.Config{Conn: sqlDB, DSNConfig: mc})
+	case cfg.SQLitePath != "":
+		if strings.ContainsRune(cfg.SQLitePath, '?') {
+			return nil, fmt.Errorf("sqlstore: SQLite path %q must not contain '?'", cfg.SQLitePath)
+		}
+		var err error
+		sqlDB, err = sql.Open(sqlite.DriverName, cfg.SQLitePath+"?"+sqlitePragmas.Encode())
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: open SQLite %s: %w", cfg.SQLitePath, err)
+		}
+		// One connection: writes serialise in process, and readers never
+		// see SQLITE_BUSY from a writer of their own process.
+		sqlDB.SetMaxOpenConns(1)
+		sqlDB.SetMaxIdleConns(1)
+		sqlDB.SetConnMaxLifetime(0)
+		sqlDB.SetConnMaxIdleTime(0)
+		dialector = &sqlite.Dialector{Conn: sqlDB}
+	default:
+		return nil, errors.New("sqlstore: neither MySQLDSN nor SQLitePath is set")
+	}
+	if err := sqlDB.PingContext(ctx); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("sqlstore: connect: %w", Translate(err))
+	}
+	db, err := gorm.Open(dialector, gcfg)
+	if err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("sqlstore: open: %w", Translate(err))
+	}
+	return db, nil
+}
+
+// mysqlConfig parses dsn and applies the settings promptd relies on.
+func mysqlConfig(dsn string, log *slog.Logger) (*mysql.Config, error) {
+	mc, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		// The driver's parse errors never echo the DSN, so no password
+		// leaks into logs.
+		return nil, fmt.Errorf("sqlstore: MySQL DSN: %w", err)
+	}
+	mc.ParseTime = true
+	// Rows affected counts matched rows, as in SQLite: a conditional
+	// UPDATE that matches but changes nothing is not a conflict.
+	mc.ClientFoundRows = true
+	if mc.Timeout == 0 {
+		mc.Timeout = mysqlDialTimeout
+	}
+	// The driver's own messages (broken packets, ...) go to slog, not to
+	// its default stderr logger.
+	mc.Logger = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	return mc, nil
+}
+
+// Dialect reports which database db talks to: MySQL or SQLite.
+func Dialect(db *gorm.DB) string {
+	if db == nil || db.Dialector == nil {
+		return ""
+	}
+	return db.Dialector.Name()
+}
+
+// Close closes the connection pool under db.
+func Close(db *gorm.DB) error {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// Ping checks that the database answers within ctx; the error is
+// translated (ErrUnavailable when it cannot be reached).
+func Ping(ctx context.Context, db *gorm.DB) error {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return err
+	}
+	return Translate(sqlDB.PingContext(ctx))
+}
