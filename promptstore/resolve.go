@@ -46,7 +46,9 @@ type Resolver interface {
 type ResolverFunc func(ctx context.Context, req Request) (Resolution, error)
 
 // Resolve implements Resolver.
-func (f ResolverFunc) Resolve(ctx context.Context, req Request) (Resolution, error) { return f(ctx, req) }
+func (f ResolverFunc) Resolve(ctx context.Context, req Request) (Resolution, error) {
+	return f(ctx, req)
+}
 
 // ValidateRequest checks the identifiers of a request.
 func ValidateRequest(req Request) error {
