@@ -176,8 +176,12 @@ func (m *Manager) Acquire(ctx context.Context, key string, ttl time.Duration, op
 	}
 	start := time.Now()
 	deadline := start.Add(o.wait)
-	watch, stop := m.b.Watch(key)
-	defer stop()
+	var watch <-chan struct{}
+	if o.wait > 0 { // registered before the first attempt, so no release is missed
+		var stop func()
+		watch, stop = m.b.Watch(key)
+		defer stop()
+	}
 	var l *Lease
 	var err error
 	for attempt := 0; ; attempt++ {
