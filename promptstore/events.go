@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -47,6 +48,7 @@ type Bus struct {
 	keys    locks.Keys
 	timeout time.Duration
 	log     *slog.Logger
+	down    *breaker
 
 	mu       sync.RWMutex
 	handlers map[string][]func(context.Context, Event)
@@ -54,8 +56,8 @@ type Bus struct {
 	closed   bool
 }
 
-func newBus(rdb redis.UniversalClient, keys locks.Keys, timeout time.Duration, log *slog.Logger) *Bus {
-	b := &Bus{rdb: rdb, keys: keys, timeout: timeout, log: log, handlers: map[string][]func(context.Context, Event){}}
+func newBus(rdb redis.UniversalClient, keys locks.Keys, timeout time.Duration, log *slog.Logger, down *breaker) *Bus {
+	b := &Bus{rdb: rdb, keys: keys, timeout: timeout, log: log, down: down, handlers: map[string][]func(context.Context, Event){}}
 	if rdb != nil {
 		b.sub = rdb.Subscribe(context.Background(), b.channel())
 		go b.receive(b.sub.Channel())
@@ -84,13 +86,14 @@ func (b *Bus) Subscribe(kind string, fn func(context.Context, Event)) {
 // reconciler.
 func (b *Bus) Publish(ctx context.Context, ev Event) {
 	b.deliver(ctx, ev)
-	if b.rdb == nil {
+	if !b.usable() {
 		return
 	}
 	raw, _ := json.Marshal(ev)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.timeout)
 	defer cancel()
 	if err := b.rdb.Publish(cctx, b.channel(), raw).Err(); err != nil {
+		b.down.fail()
 		b.log.Warn("event not published; the reconciler will spread it", "kind", ev.Kind, "agent", ev.Agent, "env", ev.Env, "err", err)
 	}
 }
@@ -134,30 +137,41 @@ func (b *Bus) ptrKey(agent, env string) string {
 	return b.prefix() + ":ptr:{" + agent + "}:" + env
 }
 
+// usable reports whether Redis is configured and not known to be down.
+func (b *Bus) usable() bool { return b.rdb != nil && !b.down.open() }
+
+// failed records a Redis error other than a missing key.
+func (b *Bus) failed(err error) {
+	if err != nil && !errors.Is(err, redis.Nil) {
+		b.down.fail()
+	}
+}
+
 func (b *Bus) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), b.timeout)
 }
 
 // mirrorSnapshot stores an immutable snapshot in Redis (best effort).
 func (b *Bus) mirrorSnapshot(ctx context.Context, v *Version) {
-	if b.rdb == nil {
+	if !b.usable() {
 		return
 	}
 	raw, _ := json.Marshal(v)
 	cctx, cancel := b.bounded(ctx)
 	defer cancel()
-	_ = b.rdb.SetNX(cctx, b.snapKey(v.Agent, v.Version), raw, snapshotTTL).Err()
+	b.failed(b.rdb.SetNX(cctx, b.snapKey(v.Agent, v.Version), raw, snapshotTTL).Err())
 }
 
 // readSnapshot reads a mirrored snapshot, nil when missing or unreachable.
 func (b *Bus) readSnapshot(ctx context.Context, agent string, version int) *Version {
-	if b.rdb == nil {
+	if !b.usable() {
 		return nil
 	}
 	cctx, cancel := b.bounded(ctx)
 	defer cancel()
 	raw, err := b.rdb.Get(cctx, b.snapKey(agent, version)).Bytes()
 	if err != nil {
+		b.failed(err)
 		return nil
 	}
 	var v Version
@@ -169,26 +183,28 @@ func (b *Bus) readSnapshot(ctx context.Context, agent string, version int) *Vers
 
 // mirrorPointer writes a pointer state unless Redis has a newer one.
 func (b *Bus) mirrorPointer(ctx context.Context, p *PointerState) {
-	if b.rdb == nil {
+	if !b.usable() {
 		return
 	}
 	raw, _ := json.Marshal(p)
 	cctx, cancel := b.bounded(ctx)
 	defer cancel()
 	if err := mirrorScript.Run(cctx, b.rdb, []string{b.ptrKey(p.Agent, p.Env)}, p.Revision, raw).Err(); err != nil {
+		b.failed(err)
 		b.log.Debug("pointer mirror not written", "agent", p.Agent, "env", p.Env, "err", err)
 	}
 }
 
 // readPointer reads a mirrored pointer state, nil when missing or unreachable.
 func (b *Bus) readPointer(ctx context.Context, agent, env string) *PointerState {
-	if b.rdb == nil {
+	if !b.usable() {
 		return nil
 	}
 	cctx, cancel := b.bounded(ctx)
 	defer cancel()
 	raw, err := b.rdb.HGet(cctx, b.ptrKey(agent, env), "doc").Bytes()
 	if err != nil {
+		b.failed(err)
 		return nil
 	}
 	var p PointerState

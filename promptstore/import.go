@@ -124,8 +124,10 @@ func (s *Store) Import(ctx context.Context, in ImportInput) (*ImportResult, erro
 		}
 		preps[i] = p
 	}
-	out, err := sqlstore.Transact(ctx, s.db, func(tx *gorm.DB) (*ImportResult, error) {
-		return s.importTx(ctx, tx, in.Mode, preps, res)
+	sctx, cancel := context.WithTimeout(ctx, 12*s.o.SQLTimeout)
+	defer cancel()
+	out, err := sqlstore.Transact(sctx, s.db, func(tx *gorm.DB) (*ImportResult, error) {
+		return s.importTx(sctx, tx, in.Mode, preps, res)
 	})
 	if err != nil {
 		return nil, storeErr(err)

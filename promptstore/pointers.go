@@ -82,10 +82,17 @@ func (s *Store) GetEnv(ctx context.Context, agent, env string) (*Env, error) {
 	if err := validateEnv(agent, env); err != nil {
 		return nil, err
 	}
-	db := s.db.WithContext(ctx)
+	ctx, cancel := s.sqlCtx(ctx)
+	defer cancel()
+	e, err := envTx(s.db.WithContext(ctx), agent, env)
+	return e, storeErr(sqlstore.Translate(err))
+}
+
+// envTx reads an env within tx (or a plain session).
+func envTx(db *gorm.DB, agent, env string) (*Env, error) {
 	row, err := readPointer(db, agent, env)
 	if err != nil {
-		return nil, storeErr(sqlstore.Translate(err))
+		return nil, err
 	}
 	if row == nil {
 		return nil, ErrNoPointer
@@ -103,14 +110,14 @@ func (s *Store) GetEnv(ctx context.Context, agent, env string) (*Env, error) {
 	}
 	if err := db.Raw(`SELECT from_version, to_version, revision, action, reason, actor, at_ms FROM prompt_pointer_moves
 		WHERE agent = ? AND env = ? ORDER BY id DESC LIMIT ?`, agent, env, HistoryLength).Scan(&moves).Error; err != nil {
-		return nil, storeErr(sqlstore.Translate(err))
+		return nil, err
 	}
 	for _, m := range moves {
 		e.History = append(e.History, Move{FromVersion: m.FromVersion, ToVersion: m.ToVersion, Revision: m.Revision,
 			Action: m.Action, Reason: m.Reason, Actor: m.Actor, At: time.UnixMilli(m.AtMs).UTC()})
 	}
 	if e.Revoked, err = revokedVersions(db, agent, env); err != nil {
-		return nil, storeErr(sqlstore.Translate(err))
+		return nil, err
 	}
 	if e.Revoked == nil {
 		e.Revoked = []int{}
@@ -146,8 +153,15 @@ func (s *Store) SwitchPointer(ctx context.Context, in SwitchInput) (*Env, error)
 	}
 	key, _ := s.o.Keys.Release(in.Agent, in.Env)
 	defer s.lock(ctx, key)()
-	st, err := sqlstore.Transact(ctx, s.db, func(tx *gorm.DB) (*PointerState, error) {
-		return s.switchTx(ctx, tx, in, "switch")
+	sctx, cancel := s.sqlCtx(ctx)
+	defer cancel()
+	var st *PointerState
+	e, err := sqlstore.Transact(sctx, s.db, func(tx *gorm.DB) (*Env, error) {
+		var err error
+		if st, err = s.switchTx(sctx, tx, in, "switch"); err != nil {
+			return nil, err
+		}
+		return envTx(tx, in.Agent, in.Env)
 	})
 	if err != nil {
 		var rc *RevisionConflict
@@ -157,7 +171,7 @@ func (s *Store) SwitchPointer(ctx context.Context, in SwitchInput) (*Env, error)
 		return nil, storeErr(err)
 	}
 	s.Announce(ctx, st)
-	return s.GetEnv(ctx, in.Agent, in.Env)
+	return e, nil
 }
 
 // switchTx moves (or creates) the pointer within tx.
@@ -297,7 +311,9 @@ func (s *Store) Pointer(ctx context.Context, agent, env string) (*PointerState, 
 // loadPointer reads an env's state from SQL (or, with SQL down, the
 // mirror) and offers it to the cache; it returns the cache's entry.
 func (s *Store) loadPointer(ctx context.Context, agent, env string) (*PointerState, error) {
-	st, err := s.stateTx(s.db.WithContext(ctx), agent, env)
+	sctx, cancel := s.sqlCtx(ctx)
+	st, err := s.stateTx(s.db.WithContext(sctx), agent, env)
+	cancel()
 	if err != nil {
 		err = storeErr(sqlstore.Translate(err))
 		if !errors.Is(err, ErrUnavailable) {
@@ -331,7 +347,9 @@ func (s *Store) onPointerEvent(ctx context.Context, ev Event) {
 		}
 		return
 	}
-	st, err := s.stateTx(s.db.WithContext(ctx), ev.Agent, ev.Env)
+	sctx, cancel := s.sqlCtx(ctx)
+	defer cancel()
+	st, err := s.stateTx(s.db.WithContext(sctx), ev.Agent, ev.Env)
 	if err != nil {
 		s.log.Warn("pointer refresh failed; the reconciler will retry", "agent", ev.Agent, "env", ev.Env, "err", err)
 		return
@@ -345,6 +363,8 @@ func (s *Store) onPointerEvent(ctx context.Context, ev Event) {
 // stale ones, repairing the mirror, so a lost event leaves this instance
 // stale for at most one reconciler period. Run it on every instance.
 func (s *Store) Reconcile(ctx context.Context) error {
+	ctx, cancel := s.sqlCtx(ctx)
+	defer cancel()
 	var rows []struct {
 		Agent, Env string
 		Revision   int64

@@ -38,8 +38,15 @@ func (s *Store) Revoke(ctx context.Context, in RevokeInput) (*Env, error) {
 	}
 	key, _ := s.o.Keys.Release(in.Agent, in.Env)
 	defer s.lock(ctx, key)()
-	st, err := sqlstore.Transact(ctx, s.db, func(tx *gorm.DB) (*PointerState, error) {
-		return s.RevokeTx(ctx, tx, in)
+	sctx, cancel := s.sqlCtx(ctx)
+	defer cancel()
+	var st *PointerState
+	e, err := sqlstore.Transact(sctx, s.db, func(tx *gorm.DB) (*Env, error) {
+		var err error
+		if st, err = s.RevokeTx(sctx, tx, in); err != nil {
+			return nil, err
+		}
+		return envTx(tx, in.Agent, in.Env)
 	})
 	if err != nil {
 		return nil, storeErr(err)
@@ -47,7 +54,7 @@ func (s *Store) Revoke(ctx context.Context, in RevokeInput) (*Env, error) {
 	if st != nil {
 		s.Announce(ctx, st)
 	}
-	return s.GetEnv(ctx, in.Agent, in.Env)
+	return e, nil
 }
 
 // RevokeTx revokes within a caller's transaction (releases revoke the

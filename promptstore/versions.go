@@ -90,7 +90,9 @@ func (s *Store) CreateVersion(ctx context.Context, in CreateVersionInput) (*Vers
 	}
 	key, _ := s.o.Keys.Config(in.Agent)
 	defer s.lock(ctx, key)()
-	v, err := sqlstore.Transact(ctx, s.db, func(tx *gorm.DB) (*Version, error) {
+	sctx, cancel := s.sqlCtx(ctx)
+	defer cancel()
+	v, err := sqlstore.Transact(sctx, s.db, func(tx *gorm.DB) (*Version, error) {
 		return s.insertVersion(ctx, tx, p)
 	})
 	if err != nil {
@@ -196,6 +198,8 @@ func (s *Store) Snapshot(ctx context.Context, agent string, version int) (*Snaps
 }
 
 func (s *Store) loadVersion(ctx context.Context, agent string, version int) (*Version, error) {
+	ctx, cancel := s.sqlCtx(ctx)
+	defer cancel()
 	var rows []versionRow
 	err := s.db.WithContext(ctx).Raw(`SELECT agent, version, config, content_hash, message, created_by, created_at_ms
 		FROM prompt_versions WHERE agent = ? AND version = ?`, agent, version).Scan(&rows).Error
@@ -232,6 +236,8 @@ func (s *Store) ListVersions(ctx context.Context, agent string, p Page) ([]*Vers
 	if err := locks.ValidateID("agent", agent); err != nil {
 		return nil, "", invalidID(err)
 	}
+	ctx, cancel := s.sqlCtx(ctx)
+	defer cancel()
 	before := MaxVersion
 	if p.Cursor != "" {
 		if _, err := fmt.Sscanf(p.Cursor, "%d", &before); err != nil || before < 1 {
@@ -272,6 +278,8 @@ type Agent struct {
 // ListAgents lists agents by name; the cursor is the last agent of the
 // previous page.
 func (s *Store) ListAgents(ctx context.Context, p Page) ([]*Agent, string, error) {
+	ctx, cancel := s.sqlCtx(ctx)
+	defer cancel()
 	var rows []struct {
 		Agent             string
 		LatestVersion     int

@@ -145,3 +145,16 @@ func mustExec(t *testing.T, db *sql.DB, query string) {
 		t.Fatalf("%s: %v", query, err)
 	}
 }
+
+func TestStartMariaDB_killRestart_keepsCommittedRows(t *testing.T) {
+	m := testenv.StartMariaDB(t)
+	db := openDB(t, m.DSN())
+	mustExec(t, db, "CREATE TABLE t (id INT PRIMARY KEY)")
+	mustExec(t, db, "INSERT INTO t VALUES (1)")
+	m.Kill()
+	m.Restart()
+	var n int
+	if err := db.QueryRow("SELECT COUNT(*) FROM t").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("after kill -9 and restart: %d rows, %v", n, err)
+	}
+}
