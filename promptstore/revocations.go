@@ -24,7 +24,8 @@ const MaxReason = 1024
 // Revoke stops serving a version in an env (Lift serves it again). The
 // pointer row's revision rises with it, so every cache and mirror learns of
 // it through the revision like any other env change. Revoking the version
-// the pointer names is ErrVersionCurrent. Revoking twice, or lifting what
+// the pointer names is ErrVersionCurrent; revoking while a release is
+// active is *ReleaseActive (roll the release back instead). Revoking twice, or lifting what
 // is not revoked, changes nothing.
 func (s *Store) Revoke(ctx context.Context, in RevokeInput) (*Env, error) {
 	if err := validateEnv(in.Agent, in.Env); err != nil {
@@ -83,6 +84,10 @@ func (s *Store) RevokeTx(ctx context.Context, tx *gorm.DB, in RevokeInput) (*Poi
 	} else {
 		if ptr.Version == in.Version {
 			return nil, ErrVersionCurrent
+		}
+		if ptr.ActiveReleaseID != nil {
+			// The release decides what happens to its versions: roll it back.
+			return nil, &ReleaseActive{ReleaseID: *ptr.ActiveReleaseID}
 		}
 		var n int
 		if err := tx.Raw(`SELECT COUNT(*) FROM prompt_revocations WHERE agent = ? AND env = ? AND version = ?`,

@@ -94,6 +94,12 @@ func (s *Store) Bus() *Bus { return s.bus }
 // the store's (releases name the pointer row in their transactions).
 func (s *Store) DB() *gorm.DB { return s.db }
 
+// Locker is the store's lock service (shared with releases and sessions).
+func (s *Store) Locker() locks.Locker { return s.o.Locker }
+
+// Keys builds the store's lock and mirror keys.
+func (s *Store) Keys() locks.Keys { return s.o.Keys }
+
 // Audit is the store's audit log.
 func (s *Store) Audit() audit.Log { return s.audit }
 

@@ -1,0 +1,43 @@
+package release
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors of the release package; test with errors.Is / errors.As.
+var (
+	ErrNotFound = errors.New("release: not found")
+)
+
+// Codes of validation errors (the API's codes).
+const (
+	CodeInvalidPercent = "invalid_percent"
+	CodeInvalidSteps   = "invalid_steps"
+	CodeInvalidField   = "invalid_field"
+)
+
+// InvalidError is bad input, with the field it concerns.
+type InvalidError struct {
+	Code   string
+	Field  string
+	Detail string
+}
+
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("release: %s: %s: %s", e.Code, e.Field, e.Detail)
+}
+
+func invalidf(code, field, format string, args ...any) *InvalidError {
+	return &InvalidError{Code: code, Field: field, Detail: fmt.Sprintf(format, args...)}
+}
+
+// InvalidTransition: the transition table has no such move from State.
+type InvalidTransition struct {
+	State  State
+	Action Action
+}
+
+func (e *InvalidTransition) Error() string {
+	return fmt.Sprintf("release: cannot %s a release that is %s", e.Action, e.State)
+}

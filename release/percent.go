@@ -1,0 +1,60 @@
+package release
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/spaolacci/murmur3"
+)
+
+// Buckets is the bucket space: basis points of a percent.
+const Buckets = 10000
+
+// ParsePercent parses a decimal percent with at most 2 decimals, 0..100,
+// exactly (as a decimal string, never through float arithmetic), into basis
+// points 0..10000. "12.5" -> 1250, "0.01" -> 1, "100" -> 10000.
+func ParsePercent(s string) (int, bool) {
+	whole, frac, hasDot := strings.Cut(s, ".")
+	if whole == "" || len(whole) > 3 || (hasDot && (frac == "" || len(frac) > 2)) {
+		return 0, false
+	}
+	for _, part := range []string{whole, frac} {
+		for i := 0; i < len(part); i++ {
+			if part[i] < '0' || part[i] > '9' {
+				return 0, false
+			}
+		}
+	}
+	if len(whole) > 1 && whole[0] == '0' {
+		return 0, false // no leading zeros: "007"
+	}
+	w, _ := strconv.Atoi(whole)
+	for len(frac) < 2 {
+		frac += "0"
+	}
+	f, _ := strconv.Atoi(frac)
+	bp := w*100 + f
+	if bp > Buckets {
+		return 0, false
+	}
+	return bp, true
+}
+
+// FormatPercent renders basis points as the shortest decimal: 1250 ->
+// "12.5", 1000 -> "10", 1 -> "0.01".
+func FormatPercent(bp int) string {
+	s := strconv.Itoa(bp / 100)
+	if f := bp % 100; f != 0 {
+		fs := strconv.Itoa(f)
+		if f < 10 {
+			fs = "0" + fs
+		}
+		s += "." + strings.TrimRight(fs, "0")
+	}
+	return s
+}
+
+// Bucket is murmur3_x86_32(utf8("<release_id>:<key>"), seed 0) mod 10000.
+func Bucket(releaseID, key string) int {
+	return int(murmur3.Sum32([]byte(releaseID+":"+key)) % Buckets)
+}

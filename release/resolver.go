@@ -1,0 +1,134 @@
+package release
+
+import (
+	"context"
+	"errors"
+
+	"github.com/promptd/promptd/promptstore"
+)
+
+// Resolve puts the active release's arm in front of the env pointer:
+// bucket = murmur3("<release_id>:<key>") mod 10000, candidate iff bucket <
+// basis points; key is the user id (the session id for session stickiness
+// or when there is no user id); no key: baseline. With warm caches it
+// makes no network call.
+func (s *Service) Resolve(ctx context.Context, req promptstore.Request) (promptstore.Resolution, error) {
+	st, err := s.store.Pointer(ctx, req.Agent, req.Env)
+	if err != nil {
+		return promptstore.Resolution{}, err
+	}
+	res := promptstore.Resolution{Agent: req.Agent, Env: req.Env, Version: st.Version}
+	if st.ActiveReleaseID == "" {
+		return res, nil
+	}
+	rel, err := s.active(ctx, st.ActiveReleaseID)
+	if err != nil || !rel.State.Active() {
+		// SQL down with a cold cache, or a release that just ended and
+		// whose pointer event is on its way: the pointer's version is the
+		// baseline either way.
+		if err != nil && !errors.Is(err, promptstore.ErrUnavailable) && !errors.Is(err, ErrNotFound) {
+			return promptstore.Resolution{}, err
+		}
+		return res, nil
+	}
+	arm, version, bucket := Arm(rel, req.UserID, req.SessionID)
+	if version == rel.CandidateVersion && st.Revoked[version] {
+		arm, version = "baseline", rel.BaselineVersion
+	}
+	res.Version = version
+	res.Release = &promptstore.Trace{ID: rel.ID, Arm: arm, Bucket: bucket, Percent: rel.Percent}
+	return res, nil
+}
+
+// Arm buckets a caller into a release: the arm, its version and the
+// bucket (nil without a key).
+func Arm(rel *Release, userID, sessionID string) (arm string, version int, bucket *int) {
+	key := userID
+	if rel.Stickiness == StickySession || key == "" {
+		key = sessionID
+	}
+	if key == "" {
+		return "baseline", rel.BaselineVersion, nil
+	}
+	b := Bucket(rel.ID, key)
+	if b < rel.BasisPoints {
+		return "candidate", rel.CandidateVersion, &b
+	}
+	return "baseline", rel.BaselineVersion, &b
+}
+
+// active returns an active release from the cache, else SQL.
+func (s *Service) active(ctx context.Context, id string) (*Release, error) {
+	s.mu.RLock()
+	rel := s.cache[id]
+	s.mu.RUnlock()
+	if rel != nil {
+		return rel, nil
+	}
+	rel, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s.offer(rel)
+	return rel, nil
+}
+
+// ActiveFor returns the env's active release, or nil.
+func (s *Service) ActiveFor(ctx context.Context, releaseID string) (*Release, error) {
+	if releaseID == "" {
+		return nil, nil
+	}
+	return s.Get(ctx, releaseID)
+}
+
+// onEvent refreshes a cached release when an event names a newer revision.
+func (s *Service) onEvent(ctx context.Context, ev promptstore.Event) {
+	s.mu.RLock()
+	cur, ok := s.cache[ev.ID]
+	s.mu.RUnlock()
+	if !ok || cur.Revision >= ev.Revision {
+		return
+	}
+	rel, err := s.Get(ctx, ev.ID)
+	if err != nil {
+		s.log.Warn("release refresh failed; the reconciler will retry", "release", ev.ID, "err", err)
+		return
+	}
+	s.offer(rel)
+}
+
+// Reconcile compares the cached releases' revisions with SQL and reloads
+// stale ones, so a lost event leaves this instance stale for at most one
+// reconciler period. Run it on every instance, with the store's.
+func (s *Service) Reconcile(ctx context.Context) error {
+	s.mu.RLock()
+	ids := make([]string, 0, len(s.cache))
+	revs := make(map[string]int64, len(s.cache))
+	for id, r := range s.cache {
+		ids = append(ids, id)
+		revs[id] = r.Revision
+	}
+	s.mu.RUnlock()
+	if len(ids) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.o.SQLTimeout)
+	defer cancel()
+	var rows []struct {
+		ID       string
+		Revision int64
+	}
+	if err := s.db.WithContext(ctx).Raw(`SELECT id, revision FROM releases WHERE id IN ?`, ids).Scan(&rows).Error; err != nil {
+		return storeErr(err)
+	}
+	for _, r := range rows {
+		if r.Revision > revs[r.ID] {
+			rel, err := s.Get(ctx, r.ID)
+			if err != nil {
+				return err
+			}
+			s.offer(rel)
+		}
+	}
+	return nil
+}

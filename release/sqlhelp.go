@@ -1,0 +1,14 @@
+package release
+
+import (
+	"gorm.io/gorm"
+
+	"github.com/promptd/promptd/internal/sqlstore"
+)
+
+func forUpdate(tx *gorm.DB) string {
+	if sqlstore.Dialect(tx) == sqlstore.MySQL {
+		return " FOR UPDATE"
+	}
+	return ""
+}
