@@ -139,6 +139,18 @@ func WithToken(token string) Option {
 	return func(o *acquireOpts) { o.token = token; o.mode = ModeReenter }
 }
 
+// WithOwnerToken acquires with a token chosen by the caller instead of a
+// random one: the grants of one AcquireAll then share it (one token renews
+// and releases them all), and a retried acquire with the same token gets
+// the same grant. Keep it secret and unguessable (128 random bits).
+func WithOwnerToken(token string) Option {
+	return func(o *acquireOpts) {
+		if o.mode != ModeReenter {
+			o.token = token
+		}
+	}
+}
+
 // WithHolder names the holder of this lease (default Options.Holder).
 func WithHolder(name string) Option { return func(o *acquireOpts) { o.holder = name } }
 
@@ -352,6 +364,9 @@ func (m *Manager) margin(ttl time.Duration) time.Duration {
 	}
 	return max(ttl/10, time.Millisecond)
 }
+
+// NewToken returns a random owner token (128 bits, URL-safe).
+func NewToken() string { return newToken() }
 
 func newToken() string {
 	var b [16]byte
