@@ -1,0 +1,114 @@
+package session
+
+import (
+	"encoding/json"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// States of a session.
+const (
+	Open   = "open"
+	Closed = "closed"
+)
+
+// Session is a conversation's shared context as the API shows it.
+type Session struct {
+	SessionID     string          `json:"session_id"`
+	Agent         string          `json:"agent"`
+	Env           string          `json:"env"`
+	UserID        string          `json:"user_id"`
+	PinnedVersion int             `json:"pinned_version"`
+	Revision      int64           `json:"revision"`
+	State         string          `json:"state"`
+	Fence         int64           `json:"fence"`
+	Lease         *LeaseInfo      `json:"lease"`
+	Metadata      json.RawMessage `json:"metadata"`
+	IdleTTLMs     int64           `json:"idle_ttl_ms"`
+	CreatedAt     time.Time       `json:"created_at"`
+	UpdatedAt     time.Time       `json:"updated_at"`
+	TurnCount     int64           `json:"turn_count"`
+	Turns         []Turn          `json:"turns,omitempty"`
+	NextSince     *int64          `json:"next_since,omitempty"`
+	StateKeys     []string        `json:"state_keys,omitempty"`
+}
+
+// LeaseInfo describes who holds a session's lease (never its token).
+type LeaseInfo struct {
+	Holder    string    `json:"holder"`
+	Fence     int64     `json:"fence"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Turn is one message of a session.
+type Turn struct {
+	Seq        int64           `json:"seq"`
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Name       string          `json:"name,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
+	Metadata   json.RawMessage `json:"metadata,omitempty"`
+	CreatedAt  time.Time       `json:"created_at"`
+}
+
+type sessionRow struct {
+	SessionID     string
+	Agent         string
+	Env           string
+	UserID        string
+	PinnedVersion int
+	State         string
+	Revision      int64
+	Fence         int64
+	Turns         int64
+	Metadata      string
+	IdleTtlMs     int64
+	CreatedAtMs   int64
+	UpdatedAtMs   int64
+	ClosedAtMs    *int64
+}
+
+const sessionCols = `session_id, agent, env, user_id, pinned_version, state, revision, fence, turns, metadata, idle_ttl_ms,
+	created_at_ms, updated_at_ms, closed_at_ms`
+
+func (r *sessionRow) session() *Session {
+	return &Session{SessionID: r.SessionID, Agent: r.Agent, Env: r.Env, UserID: r.UserID, PinnedVersion: r.PinnedVersion,
+		Revision: r.Revision, State: r.State, Fence: r.Fence, Metadata: json.RawMessage(r.Metadata), IdleTTLMs: r.IdleTtlMs,
+		CreatedAt: time.UnixMilli(r.CreatedAtMs).UTC(), UpdatedAt: time.UnixMilli(r.UpdatedAtMs).UTC(), TurnCount: r.Turns}
+}
+
+func readSession(db *gorm.DB, id string) (*sessionRow, error) {
+	var rows []sessionRow
+	if err := db.Raw(`SELECT `+sessionCols+` FROM sessions WHERE session_id = ?`, id).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, ErrNotFound
+	}
+	return &rows[0], nil
+}
+
+type turnRow struct {
+	Seq         int64
+	Role        string
+	Content     string
+	Name        string
+	ToolCallID  string
+	ToolCalls   *string
+	Metadata    *string
+	CreatedAtMs int64
+}
+
+func (r turnRow) turn() Turn {
+	t := Turn{Seq: r.Seq, Role: r.Role, Content: json.RawMessage(r.Content), Name: r.Name, ToolCallID: r.ToolCallID,
+		CreatedAt: time.UnixMilli(r.CreatedAtMs).UTC()}
+	if r.ToolCalls != nil {
+		t.ToolCalls = json.RawMessage(*r.ToolCalls)
+	}
+	if r.Metadata != nil {
+		t.Metadata = json.RawMessage(*r.Metadata)
+	}
+	return t
+}

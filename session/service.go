@@ -1,0 +1,288 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/promptd/promptd/internal/audit"
+	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/promptstore"
+)
+
+// Options configure a Service.
+type Options struct {
+	Store *promptstore.Store
+	// Resolver pins new sessions (release arm -> env pointer); default the store.
+	Resolver promptstore.Resolver
+	// Locker and Keys default to the store's.
+	Locker locks.Locker
+	Keys   locks.Keys
+	// Events receives lease events and rejected writes (asynchronous).
+	Events     *audit.Batcher
+	IdleTTL    time.Duration // default idle TTL (PROMPTD_SESSION_IDLE_TTL), 24h
+	Retention  time.Duration // closed sessions are deleted after this, 720h
+	SQLTimeout time.Duration // default 5s
+	Logger     *slog.Logger
+	Now        func() time.Time
+}
+
+// Service manages sessions.
+type Service struct {
+	o     Options
+	store *promptstore.Store
+	db    *gorm.DB
+	audit audit.Log
+	log   *slog.Logger
+	pins  *pinCache
+}
+
+// New returns a Service.
+func New(o Options) *Service {
+	if o.Resolver == nil {
+		o.Resolver = o.Store
+	}
+	if o.Locker == nil {
+		o.Locker, o.Keys = o.Store.Locker(), o.Store.Keys()
+	}
+	if o.IdleTTL <= 0 {
+		o.IdleTTL = 24 * time.Hour
+	}
+	if o.Retention <= 0 {
+		o.Retention = 720 * time.Hour
+	}
+	if o.SQLTimeout <= 0 {
+		o.SQLTimeout = 5 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &Service{o: o, store: o.Store, db: o.Store.DB(), audit: o.Store.Audit(), log: o.Logger, pins: newPinCache(100000)}
+	o.Store.Bus().Subscribe(promptstore.KindSession, func(_ context.Context, ev promptstore.Event) { s.pins.drop(ev.ID) })
+	return s
+}
+
+func (s *Service) sqlCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.o.SQLTimeout)
+}
+
+func storeErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sqlstore.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+		return errors.Join(promptstore.ErrUnavailable, err)
+	}
+	return sqlstore.Translate(err)
+}
+
+func validID(field, v string) error {
+	if err := locks.ValidateID(field, v); err != nil {
+		var ie *locks.InvalidIDError
+		errors.As(err, &ie)
+		return &InvalidError{Code: "invalid_id", Field: field, Detail: ie.Reason}
+	}
+	return nil
+}
+
+func (s *Service) key(id string) string {
+	k, _ := s.o.Keys.Session(id)
+	return k
+}
+
+// Limits.
+const (
+	MaxMetadata  = 64 << 10
+	MaxIdleTTL   = 30 * 24 * time.Hour
+	MinIdleTTL   = time.Second
+	MaxTurns     = 100
+	MaxTurnBytes = 256 << 10
+	MaxValue     = 256 << 10
+)
+
+// CreateInput creates a session.
+type CreateInput struct {
+	SessionID string // empty: generated
+	Agent     string
+	Env       string
+	UserID    string
+	Metadata  json.RawMessage
+	IdleTTL   time.Duration // 0: the default
+}
+
+// Create creates a session pinned to the version resolved for its caller
+// now. Creating an existing id with the same agent, env and user returns
+// it (created false); otherwise, or if it was closed, ErrExists.
+func (s *Service) Create(ctx context.Context, in CreateInput) (sess *Session, created bool, err error) {
+	if in.SessionID == "" {
+		in.SessionID = "s_" + locks.NewToken()[:16]
+	}
+	for f, v := range map[string]string{"session_id": in.SessionID, "agent": in.Agent, "env": in.Env} {
+		if err := validID(f, v); err != nil {
+			return nil, false, err
+		}
+	}
+	if in.UserID != "" {
+		if err := promptstore.ValidateOpaque("user_id", in.UserID); err != nil {
+			return nil, false, err
+		}
+	}
+	meta := "{}"
+	if len(in.Metadata) > 0 && string(in.Metadata) != "null" {
+		if len(in.Metadata) > MaxMetadata || in.Metadata[0] != '{' || !json.Valid(in.Metadata) {
+			return nil, false, invalidf("metadata", "metadata must be a JSON object up to %d bytes", MaxMetadata)
+		}
+		meta = string(in.Metadata)
+	}
+	ttl := in.IdleTTL
+	if ttl == 0 {
+		ttl = s.o.IdleTTL
+	}
+	if ttl < MinIdleTTL || ttl > MaxIdleTTL {
+		return nil, false, invalidf("idle_ttl_ms", "idle_ttl_ms must be %d..%d", MinIdleTTL.Milliseconds(), MaxIdleTTL.Milliseconds())
+	}
+	if existing, err := s.existing(ctx, in); existing != nil || err != nil {
+		return existing, false, err
+	}
+	res, err := s.o.Resolver.Resolve(ctx, promptstore.Request{Agent: in.Agent, Env: in.Env, UserID: in.UserID, SessionID: in.SessionID})
+	if err != nil {
+		return nil, false, err
+	}
+	ctx2, cancel := s.sqlCtx(ctx)
+	defer cancel()
+	ms := s.o.Now().UnixMilli()
+	row := sessionRow{SessionID: in.SessionID, Agent: in.Agent, Env: in.Env, UserID: in.UserID, PinnedVersion: res.Version,
+		State: Open, Metadata: meta, IdleTtlMs: ttl.Milliseconds(), CreatedAtMs: ms, UpdatedAtMs: ms}
+	out, err := sqlstore.Transact(ctx2, s.db, func(tx *gorm.DB) (*Session, error) {
+		if err := tx.Exec(`INSERT INTO sessions (`+sessionCols+`) VALUES (?, ?, ?, ?, ?, ?, 0, 0, 0, ?, ?, ?, ?, NULL)`,
+			row.SessionID, row.Agent, row.Env, row.UserID, row.PinnedVersion, row.State, row.Metadata, row.IdleTtlMs, ms, ms).Error; err != nil {
+			return nil, err
+		}
+		details := map[string]any{"pinned_version": res.Version}
+		if res.Release != nil {
+			details["release"] = res.Release
+		}
+		if err := s.audit.Append(ctx, tx, audit.Event{Action: "session.created", Agent: in.Agent, Env: in.Env, SessionID: in.SessionID,
+			Resource: "sessions/" + in.SessionID}, details); err != nil {
+			return nil, err
+		}
+		return row.session(), nil
+	})
+	if sqlstore.IsDuplicate(err) { // created concurrently
+		existing, err := s.existing(ctx, in)
+		if existing == nil && err == nil {
+			err = ErrExists
+		}
+		return existing, false, err
+	}
+	if err != nil {
+		return nil, false, storeErr(err)
+	}
+	return out, true, nil
+}
+
+// existing returns the session with in's id if it matches in, ErrExists if
+// it does not, and nil if there is none.
+func (s *Service) existing(ctx context.Context, in CreateInput) (*Session, error) {
+	ctx, cancel := s.sqlCtx(ctx)
+	defer cancel()
+	row, err := readSession(s.db.WithContext(ctx), in.SessionID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	if row.Agent != in.Agent || row.Env != in.Env || row.UserID != in.UserID || row.State != Open {
+		return nil, ErrExists
+	}
+	return row.session(), nil
+}
+
+// Get returns a session with its turns after seq since (at most limit),
+// its lease holder (nil when free or when Redis cannot tell) and its state
+// keys.
+func (s *Service) Get(ctx context.Context, id string, since int64, limit int) (*Session, error) {
+	if err := validID("session_id", id); err != nil {
+		return nil, err
+	}
+	if since < 0 {
+		return nil, invalidf("since", "since must be >= 0")
+	}
+	sctx, cancel := s.sqlCtx(ctx)
+	defer cancel()
+	db := s.db.WithContext(sctx)
+	row, err := readSession(db, id)
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	sess := row.session()
+	var turns []turnRow
+	if err := db.Raw(`SELECT seq, role, content, name, tool_call_id, tool_calls, metadata, created_at_ms FROM session_turns
+		WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, id, since, limit+1).Scan(&turns).Error; err != nil {
+		return nil, storeErr(err)
+	}
+	if len(turns) > limit {
+		turns = turns[:limit]
+		next := turns[len(turns)-1].Seq
+		sess.NextSince = &next
+	}
+	sess.Turns = make([]Turn, len(turns))
+	for i, t := range turns {
+		sess.Turns[i] = t.turn()
+	}
+	if err := db.Raw(`SELECT state_key FROM session_state WHERE session_id = ? ORDER BY state_key`, id).Scan(&sess.StateKeys).Error; err != nil {
+		return nil, storeErr(err)
+	}
+	if sess.StateKeys == nil {
+		sess.StateKeys = []string{}
+	}
+	if row.State == Open {
+		if info, err := s.o.Locker.Holder(ctx, s.key(id)); err == nil {
+			sess.Lease = &LeaseInfo{Holder: info.Holder, Fence: info.Fence, ExpiresAt: info.ExpiresAt.UTC()}
+		}
+	}
+	return sess, nil
+}
+
+// Turns implements promptstore.History: the session's turns, oldest first;
+// with max > 0 the newest max, never starting with tool turns cut off from
+// the assistant turn whose tool_calls they answer.
+func (s *Service) Turns(ctx context.Context, id string, max int) ([]promptstore.Message, error) {
+	ctx, cancel := s.sqlCtx(ctx)
+	defer cancel()
+	q := `SELECT seq, role, content, name, tool_call_id, tool_calls, metadata, created_at_ms FROM session_turns WHERE session_id = ? ORDER BY seq DESC`
+	args := []any{id}
+	if max > 0 {
+		q += ` LIMIT ?`
+		args = append(args, max)
+	}
+	var rows []turnRow
+	if err := s.db.WithContext(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
+		return nil, storeErr(err)
+	}
+	// rows are newest first; drop tool turns left at the cut.
+	cut := max > 0 && len(rows) == max // older turns were left out
+	for cut && len(rows) > 0 && rows[len(rows)-1].Role == "tool" {
+		rows = rows[:len(rows)-1]
+	}
+	out := make([]promptstore.Message, len(rows))
+	for i, r := range rows {
+		t := r.turn()
+		out[len(rows)-1-i] = promptstore.Message{Role: t.Role, Content: t.Content, Name: t.Name, ToolCallID: t.ToolCallID, ToolCalls: t.ToolCalls}
+	}
+	return out, nil
+}
+
+func (s *Service) rejected(ctx context.Context, id, reason string, err error) {
+	s.o.Events.Add(ctx, audit.Event{Action: "write.rejected", SessionID: id, Resource: "sessions/" + id},
+		map[string]any{"reason": reason, "error": err.Error()})
+}

@@ -1,0 +1,347 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"gorm.io/gorm"
+
+	"github.com/promptd/promptd/internal/audit"
+	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/promptstore"
+)
+
+// WriteCondition is what every write carries: the session revision it
+// read and, when it holds the lease, its fence.
+type WriteCondition struct {
+	ExpectedRevision *int64
+	Fence            *int64
+}
+
+// TurnInput is one turn to append.
+type TurnInput struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Name       string          `json:"name,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
+	Metadata   json.RawMessage `json:"metadata,omitempty"`
+}
+
+// Appended is the answer to an append.
+type Appended struct {
+	Revision int64   `json:"revision"`
+	Seqs     []int64 `json:"seqs"`
+}
+
+func validateTurns(turns []TurnInput) error {
+	if len(turns) == 0 || len(turns) > MaxTurns {
+		return invalidf("turns", "1..%d turns", MaxTurns)
+	}
+	for i, t := range turns {
+		f := fmt.Sprintf("turns[%d]", i)
+		switch t.Role {
+		case "user", "assistant", "tool", "system":
+		default:
+			return invalidf(f+".role", `role must be "user", "assistant", "tool" or "system"`)
+		}
+		size := len(t.Content) + len(t.Name) + len(t.ToolCallID) + len(t.ToolCalls) + len(t.Metadata)
+		if size > MaxTurnBytes {
+			return invalidf(f, "a turn is at most %d bytes", MaxTurnBytes)
+		}
+		if len(t.Content) == 0 || !json.Valid(t.Content) {
+			return invalidf(f+".content", "content is required (a string, an array of parts, or null)")
+		}
+		if c := t.Content[0]; c != '"' && c != '[' && string(t.Content) != "null" {
+			return invalidf(f+".content", "content must be a string, an array of parts, or null")
+		}
+		if len(t.ToolCalls) > 0 && string(t.ToolCalls) != "null" && (t.Role != "assistant" || t.ToolCalls[0] != '[') {
+			return invalidf(f+".tool_calls", "tool_calls is an array, on assistant turns only")
+		}
+		if t.Role == "tool" && t.ToolCallID == "" {
+			return invalidf(f+".tool_call_id", "tool turns answer a tool call: tool_call_id is required")
+		}
+		if len(t.Metadata) > 0 && string(t.Metadata) != "null" && t.Metadata[0] != '{' {
+			return invalidf(f+".metadata", "metadata must be an object")
+		}
+		if len(t.Name) > 256 || len(t.ToolCallID) > 256 {
+			return invalidf(f, "name and tool_call_id are at most 256 bytes")
+		}
+	}
+	return nil
+}
+
+func checkCondition(c WriteCondition) error {
+	if c.ExpectedRevision == nil {
+		return invalidf("expected_revision", "expected_revision is required")
+	}
+	if *c.ExpectedRevision < 0 {
+		return invalidf("expected_revision", "expected_revision must be >= 0")
+	}
+	if c.Fence != nil && *c.Fence <= 0 {
+		return invalidf("fence", "fence must be positive")
+	}
+	return nil
+}
+
+// guard applies the write rule before a write: with a fence, the fence is
+// the condition; without one, no lease may be held, and the row's fence
+// read before that check becomes the condition.
+func (s *Service) guard(ctx context.Context, id string, c WriteCondition) (fence int64, err error) {
+	if c.Fence != nil {
+		return *c.Fence, nil
+	}
+	sctx, cancel := s.sqlCtx(ctx)
+	row, err := readSession(s.db.WithContext(sctx), id)
+	cancel()
+	if err != nil {
+		return 0, storeErr(err)
+	}
+	if row.State != Open {
+		return 0, ErrClosed
+	}
+	info, err := s.o.Locker.Holder(ctx, s.key(id))
+	switch {
+	case err == nil:
+		return 0, &LeaseHeld{Holder: info.Holder, ExpiresAt: info.ExpiresAt}
+	case errors.Is(err, locks.ErrNotHeld), errors.Is(err, locks.ErrUnavailable):
+		// Free, or Redis cannot tell: the fence condition still holds the line.
+		return row.Fence, nil
+	}
+	return 0, err
+}
+
+// conditionalTouch is the write's condition on the session row: revision
+// (when bump), fence and open state. It explains a miss.
+func (s *Service) conditionalTouch(tx *gorm.DB, id string, c WriteCondition, fence int64, set string, args ...any) error {
+	q := `UPDATE sessions SET ` + set + ` WHERE session_id = ? AND fence = ? AND state = 'open'`
+	args = append(args, id, fence)
+	if c.ExpectedRevision != nil {
+		q += ` AND revision = ?`
+		args = append(args, *c.ExpectedRevision)
+	}
+	res := tx.Exec(q, args...)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 1 {
+		return nil
+	}
+	row, err := readSession(tx, id)
+	switch {
+	case err != nil:
+		return err
+	case row.State != Open:
+		return ErrClosed
+	case row.Fence != fence && c.Fence != nil:
+		return &StaleFence{Fence: fence, Current: row.Fence}
+	case row.Fence != fence:
+		return &LeaseHeld{} // a lease was granted after the write checked
+	case c.ExpectedRevision != nil && row.Revision != *c.ExpectedRevision:
+		return &RevisionConflict{Current: row.Revision}
+	}
+	return fmt.Errorf("session: %s changed under the write", id)
+}
+
+// Append adds turns in one transaction: the conditional update of the
+// session row (revision, fence, open) and the insert of the turns with
+// the next seqs.
+func (s *Service) Append(ctx context.Context, id string, c WriteCondition, turns []TurnInput) (*Appended, error) {
+	if err := validID("session_id", id); err != nil {
+		return nil, err
+	}
+	if err := checkCondition(c); err != nil {
+		return nil, err
+	}
+	if err := validateTurns(turns); err != nil {
+		return nil, err
+	}
+	fence, err := s.guard(ctx, id, c)
+	if err != nil {
+		return nil, s.reject(ctx, id, err)
+	}
+	sctx, cancel := s.sqlCtx(ctx)
+	defer cancel()
+	ms := s.o.Now().UnixMilli()
+	out, err := sqlstore.Transact(sctx, s.db, func(tx *gorm.DB) (*Appended, error) {
+		if err := s.conditionalTouch(tx, id, c, fence, `revision = revision + 1, turns = turns + ?, updated_at_ms = ?`, len(turns), ms); err != nil {
+			return nil, err
+		}
+		row, err := readSession(tx, id)
+		if err != nil {
+			return nil, err
+		}
+		first := row.Turns - int64(len(turns)) + 1
+		out := &Appended{Revision: row.Revision, Seqs: make([]int64, len(turns))}
+		args := make([]any, 0, 9*len(turns))
+		for i, t := range turns {
+			out.Seqs[i] = first + int64(i)
+			args = append(args, id, out.Seqs[i], t.Role, string(t.Content), t.Name, t.ToolCallID, nullJSON(t.ToolCalls), nullJSON(t.Metadata), ms)
+		}
+		q := `INSERT INTO session_turns (session_id, seq, role, content, name, tool_call_id, tool_calls, metadata, created_at_ms) VALUES ` +
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?), ", len(turns)), ", ")
+		return out, tx.Exec(q, args...).Error
+	})
+	if err != nil {
+		return nil, s.reject(ctx, id, storeErr(err))
+	}
+	return out, nil
+}
+
+func nullJSON(r json.RawMessage) any {
+	if len(r) == 0 || string(r) == "null" {
+		return nil
+	}
+	return string(r)
+}
+
+// reject records write.rejected (asynchronously) for the rule's refusals.
+func (s *Service) reject(ctx context.Context, id string, err error) error {
+	var rc *RevisionConflict
+	var sf *StaleFence
+	var lh *LeaseHeld
+	switch {
+	case errors.As(err, &rc):
+		s.rejected(ctx, id, "revision_conflict", err)
+	case errors.As(err, &sf):
+		s.rejected(ctx, id, "stale_fence", err)
+	case errors.As(err, &lh):
+		if lh.Holder == "" { // lost the race with a grant: say who holds it now
+			if info, herr := s.o.Locker.Holder(ctx, s.key(id)); herr == nil {
+				lh.Holder, lh.ExpiresAt = info.Holder, info.ExpiresAt
+			}
+		}
+		s.rejected(ctx, id, "lease_held", err)
+	}
+	return err
+}
+
+// StateEntry is one blackboard entry.
+type StateEntry struct {
+	Value    json.RawMessage `json:"value"`
+	Revision int64           `json:"revision"`
+}
+
+// PutState writes a blackboard entry with a per-key compare-and-set
+// (expected 0 creates) under the session's fence rule.
+func (s *Service) PutState(ctx context.Context, id, key string, expected int64, fence *int64, value json.RawMessage) (int64, error) {
+	if err := validID("session_id", id); err != nil {
+		return 0, err
+	}
+	if err := validID("key", key); err != nil {
+		return 0, err
+	}
+	if expected < 0 {
+		return 0, invalidf("expected_revision", "expected_revision must be >= 0")
+	}
+	if len(value) == 0 || len(value) > MaxValue || !json.Valid(value) {
+		return 0, invalidf("value", "value must be JSON up to %d bytes", MaxValue)
+	}
+	c := WriteCondition{Fence: fence}
+	if err := checkCondition(WriteCondition{ExpectedRevision: &expected, Fence: fence}); err != nil {
+		return 0, err
+	}
+	f, err := s.guard(ctx, id, c)
+	if err != nil {
+		return 0, s.reject(ctx, id, err)
+	}
+	sctx, cancel := s.sqlCtx(ctx)
+	defer cancel()
+	ms := s.o.Now().UnixMilli()
+	rev, err := sqlstore.Transact(sctx, s.db, func(tx *gorm.DB) (int64, error) {
+		if err := s.conditionalTouch(tx, id, c, f, `updated_at_ms = ?`, ms); err != nil {
+			return 0, err
+		}
+		if expected == 0 {
+			err := tx.Exec(`INSERT INTO session_state (session_id, state_key, value, revision, updated_at_ms) VALUES (?, ?, ?, 1, ?)`,
+				id, key, string(value), ms).Error
+			if sqlstore.IsDuplicate(err) {
+				return 0, &RevisionConflict{Current: stateRevision(tx, id, key)}
+			}
+			return 1, err
+		}
+		res := tx.Exec(`UPDATE session_state SET value = ?, revision = revision + 1, updated_at_ms = ?
+			WHERE session_id = ? AND state_key = ? AND revision = ?`, string(value), ms, id, key, expected)
+		if res.Error != nil {
+			return 0, res.Error
+		}
+		if res.RowsAffected != 1 {
+			return 0, &RevisionConflict{Current: stateRevision(tx, id, key)}
+		}
+		return expected + 1, nil
+	})
+	if err != nil {
+		return 0, s.reject(ctx, id, storeErr(err))
+	}
+	return rev, nil
+}
+
+func stateRevision(tx *gorm.DB, id, key string) int64 {
+	var rev int64
+	tx.Raw(`SELECT revision FROM session_state WHERE session_id = ? AND state_key = ?`, id, key).Scan(&rev)
+	return rev
+}
+
+// State returns every blackboard entry of a session.
+func (s *Service) State(ctx context.Context, id string) (map[string]StateEntry, error) {
+	if err := validID("session_id", id); err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.sqlCtx(ctx)
+	defer cancel()
+	db := s.db.WithContext(ctx)
+	if _, err := readSession(db, id); err != nil {
+		return nil, storeErr(err)
+	}
+	var rows []struct {
+		StateKey string
+		Value    string
+		Revision int64
+	}
+	if err := db.Raw(`SELECT state_key, value, revision FROM session_state WHERE session_id = ?`, id).Scan(&rows).Error; err != nil {
+		return nil, storeErr(err)
+	}
+	out := make(map[string]StateEntry, len(rows))
+	for _, r := range rows {
+		out[r.StateKey] = StateEntry{Value: json.RawMessage(r.Value), Revision: r.Revision}
+	}
+	return out, nil
+}
+
+// Close closes a session under the write rule; it counts as a revision.
+func (s *Service) Close(ctx context.Context, id string, c WriteCondition) (*Session, error) {
+	if err := validID("session_id", id); err != nil {
+		return nil, err
+	}
+	if err := checkCondition(c); err != nil {
+		return nil, err
+	}
+	fence, err := s.guard(ctx, id, c)
+	if err != nil {
+		return nil, s.reject(ctx, id, err)
+	}
+	sctx, cancel := s.sqlCtx(ctx)
+	defer cancel()
+	ms := s.o.Now().UnixMilli()
+	out, err := sqlstore.Transact(sctx, s.db, func(tx *gorm.DB) (*Session, error) {
+		if err := s.conditionalTouch(tx, id, c, fence, `state = 'closed', revision = revision + 1, updated_at_ms = ?, closed_at_ms = ?`, ms, ms); err != nil {
+			return nil, err
+		}
+		row, err := readSession(tx, id)
+		if err != nil {
+			return nil, err
+		}
+		return row.session(), s.audit.Append(ctx, tx, audit.Event{Action: "session.closed", Agent: row.Agent, Env: row.Env,
+			SessionID: id, Resource: "sessions/" + id}, map[string]any{"revision": row.Revision})
+	})
+	if err != nil {
+		return nil, s.reject(ctx, id, storeErr(err))
+	}
+	s.pins.drop(id)
+	s.store.Bus().Publish(ctx, promptstore.Event{Kind: promptstore.KindSession, ID: id, Revision: out.Revision})
+	return out, nil
+}
