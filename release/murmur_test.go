@@ -1,5 +1,5 @@
 package release
 
-import "github.com/spaolacci/murmur3"
+import "github.com/twmb/murmur3"
 
 func murmurHello() uint32 { return murmur3.Sum32([]byte("hello")) }

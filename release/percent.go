@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/spaolacci/murmur3"
+	"github.com/twmb/murmur3"
 )
 
 // Buckets is the bucket space: basis points of a percent.
