@@ -14,6 +14,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	gormmysql "gorm.io/driver/mysql"
 	"gorm.io/gorm"
+	gormlogger "gorm.io/gorm/logger"
 )
 
 // Dialect names, as returned by Dialect.
@@ -68,6 +69,10 @@ func Open(ctx context.Context, cfg Config) (*gorm.DB, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	// Scan records its statement through gorm's recorder, whose filter
+	// would otherwise put the values (prompt text, user ids) into the SQL
+	// that a slow-query warning logs.
+	gormlogger.RecorderParamsFilter = func(_ context.Context, sql string, _ ...any) (string, []any) { return sql, nil }
 	gcfg := &gorm.Config{
 		Logger:               newLogger(log, slowQuery),
 		NowFunc:              func() time.Time { return time.Now().UTC() },
