@@ -1,0 +1,80 @@
+package promptstore
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func FuzzCanonical(f *testing.F) {
+	for _, s := range []string{`{"b":1,"a":[1,2,{"d":null,"c":"x"}]}`, `"\u2028<>&"`, `1.50e3`, `[]`, `{"a":{"a":{"a":{}}}}`, `{"a":1,"a":2}`, "\"\xff\""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		c, err := Canonical(doc)
+		if err != nil {
+			return
+		}
+		if !json.Valid(c) {
+			t.Fatalf("canonical form is not JSON: %q", c)
+		}
+		again, err := Canonical(c)
+		if err != nil || !bytes.Equal(again, c) {
+			t.Fatalf("not a fixed point: %q -> %q (%v)", c, again, err)
+		}
+		if ContentHash(c) != ContentHash(again) {
+			t.Fatal("hash differs")
+		}
+	})
+}
+
+func FuzzRender(f *testing.F) {
+	for _, s := range []string{"Hi {{name}}", "{{ a }}{{b}}", "{{{x}}}", "{{", "}}{{1}}", "{{ a b }}"} {
+		f.Add(s, "v{{name}}")
+	}
+	f.Fuzz(func(t *testing.T, tmpl, value string) {
+		names := Placeholders(tmpl)
+		vars := map[string]string{}
+		for _, n := range names {
+			if !validVarName(n) {
+				t.Fatalf("placeholder name %q is not a valid variable name", n)
+			}
+			vars[n] = value
+		}
+		out := Render(tmpl, vars)
+		if len(names) == 0 && out != tmpl {
+			t.Fatalf("no placeholders but output changed: %q -> %q", tmpl, out)
+		}
+		// One pass: rendering with empty values leaves no placeholder of tmpl's.
+		for _, n := range Placeholders(Render(tmpl, nil)) {
+			if strings.Contains(tmpl, n) && !strings.Contains(Render(tmpl, nil), "{{"+n+"}}") {
+				t.Fatalf("odd placeholder %q", n)
+			}
+		}
+	})
+}
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(`{"system":"You are {{p}}","variables":{"p":{"required":true}},"tools":[{"type":"function","function":{"name":"f"}}]}`))
+	f.Add([]byte(`{"system":"x","skills":[{"name":"s","instructions":"{{y}}"}]}`))
+	f.Add([]byte(`{"system":"x","memory":["m"],"model":{"t":0.2}}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, canon, err := ParseConfig(raw)
+		if err != nil {
+			if _, ok := err.(*InvalidError); !ok {
+				t.Fatalf("error is not an *InvalidError: %T %v", err, err)
+			}
+			return
+		}
+		c2, canon2, err := ParseConfig(canon)
+		if err != nil || !bytes.Equal(canon, canon2) || c2.System != c.System {
+			t.Fatalf("canonical config does not parse to itself: %v", err)
+		}
+		vars := map[string]string{}
+		for _, n := range c.VariableNames() {
+			vars[n] = "x"
+		}
+		_ = c.SystemMessage(vars)
+	})
+}
