@@ -5,6 +5,10 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/promptd/promptd/internal/audit"
 )
 
 // bearerToken returns the token of an "Authorization: Bearer <token>"
@@ -33,4 +37,70 @@ func tokenEqual(got, want string) bool {
 func errUnauthorized() *Error {
 	return Errorf(CodeUnauthorized, "a valid bearer token is required").
 		WithHeader("WWW-Authenticate", `Bearer realm="promptd"`)
+}
+
+// Token roles (API.md, Conventions: Auth).
+const (
+	// RoleAdmin may do everything.
+	RoleAdmin = "admin"
+	// RoleRuntime may read, resolve and assemble, and use sessions and
+	// leases; writes to versions, env pointers, releases, revocations,
+	// import and reading audit are admin-only.
+	RoleRuntime = "runtime"
+)
+
+// Token is one accepted bearer token. Name is what logs and audit show.
+type Token struct {
+	Name   string
+	Role   string
+	Secret string
+}
+
+// Echo context keys set by the middleware.
+const (
+	ctxActor     = "promptd.actor"
+	ctxRequestID = "promptd.request_id"
+)
+
+// authenticate returns the token a request presents, comparing it with
+// every configured token in constant time (no early exit, so the time does
+// not tell which one matched).
+func (s *Server) authenticate(r *http.Request) (Token, bool) {
+	presented := bearerToken(r)
+	var found Token
+	ok := false
+	for _, t := range s.cfg.Tokens {
+		if tokenEqual(presented, t.Secret) {
+			found, ok = t, true
+		}
+	}
+	return found, ok
+}
+
+// require admits requests whose token has role (an admin token has every
+// role): no or unknown token is 401 unauthorized, a runtime token on an
+// admin route 403 forbidden. The token's name becomes the actor of the
+// request's context, which domain audit events record.
+func (s *Server) require(role string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			t, ok := s.authenticate(c.Request())
+			if !ok {
+				return errUnauthorized()
+			}
+			c.Set(ctxActor, t.Name)
+			if role == RoleAdmin && t.Role != RoleAdmin {
+				return Errorf(CodeForbidden, "token %q (role %s) may not use this route; it needs an admin token", t.Name, t.Role)
+			}
+			r := c.Request()
+			c.SetRequest(r.WithContext(audit.WithActor(r.Context(), t.Name)))
+			return next(c)
+		}
+	}
+}
+
+// actorOf is the name of the request's token ("" before authentication).
+func actorOf(c echo.Context) string {
+	name, _ := c.Get(ctxActor).(string)
+	return name
 }

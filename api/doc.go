@@ -1,14 +1,25 @@
-// Package api is promptd's HTTP interface: an Echo server whose routes are
-// all listed in routes.go, whose errors all become RFC 9457 problem details
-// in one place (errors.go), and whose operational endpoints (/healthz,
-// /readyz, /metrics) report on the stores cmd/promptd wires in.
+// Package api is promptd's HTTP interface (shared/API.md): an Echo server
+// whose routes are all listed in routes.go, one file per resource with its
+// request and response types next to its handlers, and whose errors all
+// become RFC 9457 problem details in one place (errors.go).
 //
-// Handlers return errors; they never write error responses themselves.
-// The error handler maps domain errors to a code and an HTTP status (the
-// one table of statuses in promptd), logs only unexpected errors, and
-// never shows their text to the client.
+// Handlers decode their body with one strict helper (decode.go: malformed
+// JSON is invalid_json, an unknown member or a wrong type invalid_field
+// naming it), call the domain (promptstore) and return its errors. The
+// error handler maps domain errors to a code and an HTTP status (the one
+// table of statuses in promptd), logs only unexpected errors, and never
+// shows their text to the client.
 //
-// Every request passes through one middleware that recovers panics, logs
-// the request (never its headers or tokens), and records its latency by
-// route template; then through a 1 MiB body limit.
+// Every request passes through one middleware that gives it a request id
+// (X-Request-Id), recovers panics, logs the request (never its headers or
+// tokens; the token's name instead) and records its latency by route
+// template; then through the route's body limit (1 MiB, /v1/import its
+// own). /v1 routes then check the bearer token and its role (auth.go) and
+// put the token's name in the context for audit events. POST routes that
+// create take an Idempotency-Key (idempotency.go): the answer is recorded
+// in the write's own transaction through a commit hook and replayed byte
+// for byte.
+//
+// openapi.yaml, served at /openapi.yaml, documents every route; a test
+// keeps it and routes.go in step and checks answers against its schemas.
 package api

@@ -9,7 +9,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/promptd/promptd/internal/idempotency"
+	"github.com/promptd/promptd/internal/sqlstore"
 	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/promptstore"
 )
 
 // Error codes, the stable "code" member of problem details (API.md, Errors).
@@ -25,6 +28,10 @@ const (
 	CodeStoreUnavailable     = "store_unavailable"
 	CodeInternal             = "internal"
 	CodePreconditionRequired = "precondition_required"
+	CodePreconditionFailed   = "precondition_failed"
+	CodeSessionNotFound      = "session_not_found"
+	CodeIdempotencyReused    = "idempotency_key_reused"
+	CodeIdempotencyBusy      = "idempotency_in_progress"
 )
 
 // statuses maps every code of API.md's error table to its HTTP status. It
@@ -131,13 +138,27 @@ func (e *Error) Title() string {
 	return strings.ToUpper(t[:1]) + t[1:]
 }
 
+// fromHeader marks a precondition that came from a request header
+// (If-Match, If-None-Match): its failure is 412 precondition_failed rather
+// than 409 revision_conflict.
+type fromHeader struct{ error }
+
+func (e fromHeader) Unwrap() error { return e.error }
+
 // problemFor maps any error a handler returned to the *Error sent to the
-// client. Unknown errors become internal; the caller logs those.
+// client: the one place where domain errors meet HTTP. Unknown errors
+// become internal; the caller logs those.
 func problemFor(err error) *Error {
 	var (
 		e        *Error
 		tooLarge *http.MaxBytesError
 		invalid  *locks.InvalidIDError
+		bad      *promptstore.InvalidError
+		rejected *promptstore.ImportRejected
+		vc       *promptstore.VersionConflict
+		rc       *promptstore.RevisionConflict
+		ra       *promptstore.ReleaseActive
+		header   fromHeader
 	)
 	switch {
 	case errors.As(err, &e):
@@ -146,7 +167,54 @@ func problemFor(err error) *Error {
 		return (&Error{Code: CodeBodyTooLarge, Err: err,
 			Detail: fmt.Sprintf("the request body is larger than %d bytes", tooLarge.Limit)}).With("limit", tooLarge.Limit)
 	case errors.As(err, &invalid):
-		return (&Error{Code: CodeInvalidID, Detail: invalid.Error(), Err: err}).With("field", invalid.Field)
+		return (&Error{Code: CodeInvalidID, Detail: fmt.Sprintf("%s: %s", invalid.Field, invalid.Reason), Err: err}).With("field", invalid.Field)
+	case errors.As(err, &bad):
+		p := &Error{Code: bad.Code, Detail: bad.Detail, Err: err}
+		if bad.Field != "" {
+			p.With("field", bad.Field)
+		}
+		if bad.Variable != "" {
+			p.With("variable", bad.Variable)
+		}
+		return p
+	case errors.As(err, &rejected):
+		r := rejected.Result
+		return (&Error{Code: "import_rejected", Err: err, Detail: fmt.Sprintf(
+			"all_or_nothing: %d conflict and %d invalid items; nothing was written", r.Summary.Conflict, r.Summary.Invalid)}).
+			With("batch_fingerprint", r.BatchFingerprint).With("results", r.Results).With("summary", r.Summary)
+	case errors.As(err, &vc):
+		return (&Error{Code: "version_conflict", Err: err, Detail: fmt.Sprintf(
+			"base_version %d is not the latest version of %s (%d)", vc.Base, vc.Agent, vc.Latest)}).With("latest_version", vc.Latest)
+	case errors.As(err, &rc) && errors.As(err, &header):
+		return (&Error{Code: CodePreconditionFailed, Err: err, Detail: fmt.Sprintf(
+			"the precondition names revision %d; the current revision is %d", rc.Expected, rc.Current)}).With("current_revision", rc.Current)
+	case errors.As(err, &rc):
+		return (&Error{Code: "revision_conflict", Err: err, Detail: fmt.Sprintf(
+			"expected_revision is %d; the current revision is %d", rc.Expected, rc.Current)}).With("current_revision", rc.Current)
+	case errors.As(err, &ra):
+		return (&Error{Code: "release_active", Err: err, Detail: fmt.Sprintf(
+			"release %s is active; the pointer moves only through it", ra.ReleaseID)}).With("release_id", ra.ReleaseID)
+	case errors.Is(err, promptstore.ErrAgentNotFound):
+		return &Error{Code: "agent_not_found", Detail: "no such agent", Err: err}
+	case errors.Is(err, promptstore.ErrVersionNotFound):
+		return &Error{Code: "version_not_found", Detail: "no such version of the agent", Err: err}
+	case errors.Is(err, promptstore.ErrNoPointer):
+		return &Error{Code: "no_pointer", Detail: "the env has no pointer yet: no version was published to it", Err: err}
+	case errors.Is(err, promptstore.ErrVersionRevoked):
+		return &Error{Code: "version_revoked", Detail: "the version is revoked in this env", Err: err}
+	case errors.Is(err, promptstore.ErrVersionCurrent):
+		return &Error{Code: "version_current", Detail: "the version is the one the env pointer names; move the pointer first", Err: err}
+	case errors.Is(err, promptstore.ErrPreconditionRequired):
+		return &Error{Code: CodePreconditionRequired, Err: err,
+			Detail: `send expected_revision in the body or If-Match: "<revision>" (expected_revision 0 or If-None-Match: * creates the pointer)`}
+	case errors.Is(err, idempotency.ErrKeyReused):
+		return (&Error{Code: CodeIdempotencyReused, Err: err,
+			Detail: "this Idempotency-Key was used with another request body"}).With("field", headerIdempotencyKey)
+	case errors.Is(err, idempotency.ErrInProgress):
+		return &Error{Code: CodeIdempotencyBusy, Err: err, Detail: "a request with this Idempotency-Key is still in progress; retry shortly"}
+	case errors.Is(err, promptstore.ErrUnavailable), errors.Is(err, sqlstore.ErrUnavailable):
+		return (&Error{Code: CodeStoreUnavailable, Detail: "the database is unavailable; nothing was changed; retry later", Err: err}).
+			With("store", "sql").WithHeader("Retry-After", "1")
 	case errors.Is(err, locks.ErrUnavailable):
 		return (&Error{Code: CodeStoreUnavailable, Detail: "the lock store is unavailable; retry later", Err: err}).
 			With("store", "redis").WithHeader("Retry-After", "1")
@@ -170,7 +238,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	r := c.Request()
 	if status >= http.StatusInternalServerError {
 		s.log.ErrorContext(r.Context(), "request failed", "code", p.Code, "method", r.Method,
-			"route", routeOf(c, err), "err", err)
+			"route", routeOf(c, err), "request_id", requestIDOf(c), "err", err)
 	}
 	if c.Response().Committed {
 		return // the handler already started its answer

@@ -2,10 +2,20 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/promptd/promptd/api"
+	"github.com/promptd/promptd/internal/audit"
+	"github.com/promptd/promptd/internal/idempotency"
+	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/promptstore"
 )
 
 func Example() {
@@ -25,4 +35,52 @@ func Example() {
 	// 200 application/json {"status":"ok"}
 	// 200 application/json {"sql":"ok","redis":"disabled","mode":"normal"}
 	// 404 application/problem+json {"code":"not_found","detail":"no such route","status":404,"title":"Not found","type":"urn:promptd:problem:not_found"}
+}
+
+// The /v1 routes over a prompt store: an admin token publishes, a runtime
+// token resolves.
+func Example_publishAndResolve() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "api-example")
+	defer os.RemoveAll(dir)
+	db, _ := sqlstore.Open(ctx, sqlstore.Config{SQLitePath: filepath.Join(dir, "promptd.db")})
+	defer sqlstore.Close(db)
+	_ = sqlstore.Migrate(ctx, db, append(audit.Migrations(), append(promptstore.Migrations(), idempotency.Migrations()...)...)...)
+	store := promptstore.New(db, promptstore.Options{Instance: "example"})
+	defer store.Close()
+
+	s := api.New(api.Config{
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Prompts: store,
+		Tokens: []api.Token{
+			{Name: "ops", Role: api.RoleAdmin, Secret: "admin-secret-0123456789"},
+			{Name: "agent", Role: api.RoleRuntime, Secret: "runtime-secret-0123456789"},
+		},
+	})
+	call := func(method, path, token, body string) {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		var out struct {
+			Code    string
+			Version int
+			Config  struct{ System string }
+		}
+		_ = json.Unmarshal(rec.Body.Bytes(), &out)
+		if out.Code != "" {
+			fmt.Println(method, path, rec.Code, out.Code)
+			return
+		}
+		fmt.Printf("%s %s %d version %d %q\n", method, path, rec.Code, out.Version, out.Config.System)
+	}
+	call("POST", "/v1/agents/support/versions", "admin-secret-0123456789", `{"base_version": 0, "config": {"system": "Be brief."}}`)
+	call("POST", "/v1/agents/support/versions", "runtime-secret-0123456789", `{"base_version": 1, "config": {"system": "x"}}`)
+	call("PUT", "/v1/agents/support/envs/prod", "admin-secret-0123456789", `{"version": 1, "expected_revision": 0}`)
+	call("GET", "/v1/agents/support/envs/prod/prompt", "runtime-secret-0123456789", "")
+	// Output:
+	// POST /v1/agents/support/versions 201 version 1 "Be brief."
+	// POST /v1/agents/support/versions 403 forbidden
+	// PUT /v1/agents/support/envs/prod 201 version 1 ""
+	// GET /v1/agents/support/envs/prod/prompt 200 version 1 "Be brief."
 }

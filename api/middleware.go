@@ -19,14 +19,18 @@ const unmatched = "unmatched"
 // scrapes would drown everything else.
 var opsRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
 
-// observe wraps every request: it turns a panic into an internal error,
-// has the error handler answer any error, then logs the request and
-// records its latency by route template. It logs the method, route, path
-// (without the query), status, size and duration: never headers, so never
-// a token.
+// observe wraps every request: it gives the request its id (X-Request-Id,
+// echoed in the response), turns a panic into an internal error, has the
+// error handler answer any error, then logs the request and records its
+// latency by route template. It logs the method, route, path (without the
+// query), status, size, duration, request id and the token's name: never
+// headers, so never a token.
 func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
+		id := requestIDFor(c.Request().Header.Get(headerRequestID))
+		c.Set(ctxRequestID, id)
+		c.Response().Header().Set(headerRequestID, id)
 		err := recovered(next, c)
 		if err != nil {
 			c.Error(err) // the response is written now, so its status is known
@@ -40,11 +44,14 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		if opsRoutes[route] && res.Status < 300 {
 			level = slog.LevelDebug
 		}
-		s.log.LogAttrs(r.Context(), level, "request",
-			slog.String("method", r.Method), slog.String("route", route),
+		attrs := []slog.Attr{slog.String("method", r.Method), slog.String("route", route),
 			slog.String("path", r.URL.Path), slog.Int("status", res.Status),
 			slog.Int64("bytes", res.Size), slog.Float64("duration_ms", float64(d.Microseconds())/1000),
-			slog.String("remote", c.RealIP()))
+			slog.String("remote", c.RealIP()), slog.String("request_id", id)}
+		if actor := actorOf(c); actor != "" {
+			attrs = append(attrs, slog.String("actor", actor))
+		}
+		s.log.LogAttrs(r.Context(), level, "request", attrs...)
 		return nil
 	}
 }

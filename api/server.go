@@ -10,6 +10,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/promptd/promptd/internal/audit"
+	"github.com/promptd/promptd/internal/idempotency"
+	"github.com/promptd/promptd/promptstore"
 )
 
 // DefaultBodyLimit is the largest request body accepted by default (1 MiB).
@@ -33,7 +37,35 @@ type Config struct {
 	MetricsToken string
 	// BodyLimit is the largest request body; zero means DefaultBodyLimit.
 	BodyLimit int64
+
+	// Tokens are the bearer tokens the /v1 routes accept (PROMPTD_TOKENS).
+	Tokens []Token
+	// Prompts is the prompt store behind the /v1 routes.
+	Prompts *promptstore.Store
+	// Resolver decides who gets which version (cmd composes session pin ->
+	// release arm -> env pointer); nil means Prompts' env pointers.
+	Resolver promptstore.Resolver
+	// History supplies session turns to assemble. nil (no sessions yet):
+	// a session_id on resolve or assemble is 404 session_not_found.
+	History promptstore.History
+	// Idempotency records the outcomes of requests with an
+	// Idempotency-Key; nil means a store over Prompts' database with the
+	// default TTL.
+	Idempotency *idempotency.Store
+	// Audit lists audit events for GET /v1/audit; nil means audit.List
+	// over Prompts' database.
+	Audit AuditReader
+	// ImportMaxBytes is the body limit of POST /v1/import; zero means
+	// DefaultImportMaxBytes.
+	ImportMaxBytes int64
 }
+
+// DefaultImportMaxBytes is the body limit of POST /v1/import by default
+// (64 MiB).
+const DefaultImportMaxBytes = 64 << 20
+
+// AuditReader lists audit events: audit.List over a database.
+type AuditReader func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error)
 
 // Server is promptd's HTTP server.
 type Server struct {
@@ -60,6 +92,21 @@ func New(cfg Config) *Server {
 	if cfg.BodyLimit <= 0 {
 		cfg.BodyLimit = DefaultBodyLimit
 	}
+	if cfg.ImportMaxBytes <= 0 {
+		cfg.ImportMaxBytes = DefaultImportMaxBytes
+	}
+	if cfg.Prompts != nil {
+		if cfg.Resolver == nil {
+			cfg.Resolver = cfg.Prompts
+		}
+		if cfg.Idempotency == nil {
+			cfg.Idempotency = idempotency.New(cfg.Prompts.DB(), idempotency.Options{})
+		}
+		if cfg.Audit == nil {
+			db := cfg.Prompts.DB()
+			cfg.Audit = func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) { return audit.List(ctx, db, f) }
+		}
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	// Client addresses come from the connection, never from headers a
@@ -69,7 +116,8 @@ func New(cfg Config) *Server {
 	e.Server.IdleTimeout = 2 * time.Minute
 	e.Server.ErrorLog = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
 
-	s := &Server{e: e, cfg: cfg, log: cfg.Logger, metrics: newHTTPMetrics(cfg.Registerer), limits: map[string]int64{}}
+	s := &Server{e: e, cfg: cfg, log: cfg.Logger, metrics: newHTTPMetrics(cfg.Registerer),
+		limits: map[string]int64{"/v1/import": cfg.ImportMaxBytes}}
 	e.HTTPErrorHandler = s.handleError
 	e.Use(s.observe, s.bodyLimit)
 	s.routes()

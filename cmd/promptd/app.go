@@ -16,8 +16,11 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/api"
+	"github.com/promptd/promptd/internal/audit"
+	"github.com/promptd/promptd/internal/idempotency"
 	"github.com/promptd/promptd/internal/sqlstore"
 	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/promptstore"
 )
 
 // shutdownTimeout bounds how long requests in flight may take to finish.
@@ -33,6 +36,8 @@ type Main struct {
 	redis    *redis.Client // nil without PROMPTD_REDIS_URL
 	locker   *locks.Manager
 	registry *prometheus.Registry
+	store    *promptstore.Store
+	jobs     *scheduler
 	server   *api.Server
 	ln       net.Listener
 	served   chan error // the server's exit, once
@@ -45,7 +50,13 @@ func NewMain(cfg Config, log *slog.Logger) *Main {
 
 // migrations returns the schema migrations of every component, applied at
 // start. The domain packages add theirs here.
-func migrations() []sqlstore.Migration { return nil }
+func migrations() []sqlstore.Migration {
+	var ms []sqlstore.Migration
+	for _, m := range [][]sqlstore.Migration{audit.Migrations(), promptstore.Migrations(), idempotency.Migrations()} {
+		ms = append(ms, m...)
+	}
+	return ms
+}
 
 // Open connects the stores, migrates the schema, listens on Config.Addr
 // and starts serving in the background. On error, call Close.
@@ -72,12 +83,38 @@ func (m *Main) Open(ctx context.Context) error {
 		m.locker = locks.NewMemory(lockOpts)
 	}
 
+	tokens, err := m.tokens()
+	if err != nil {
+		return err
+	}
+	keys := locks.Keys{Prefix: cfg.KeyPrefix}
+	var rdb redis.UniversalClient // a nil interface without Redis, never a nil *redis.Client
+	if m.redis != nil {
+		rdb = m.redis
+	}
+	m.store = promptstore.New(m.db, promptstore.Options{
+		Locker: m.locker, Keys: keys, Redis: rdb, RedisTimeout: cfg.RedisTimeout, Instance: cfg.InstanceID,
+		Metrics: promptstore.NewMetrics(m.registry), Logger: m.Logger,
+	})
+	if err := m.store.RepairMirror(ctx); err != nil {
+		m.Logger.Warn("repairing the Redis mirror at start failed; the reconciler will catch up", "err", err)
+	}
+	idem := idempotency.New(m.db, idempotency.Options{TTL: cfg.IdempotencyTTL})
+	m.jobs = newScheduler(m.locker, keys, m.Logger)
+	scheduleJobs(m.jobs, m.store, idem, cfg.ReconcileEvery, m.Logger)
+	m.jobs.start()
+
 	m.server = api.New(api.Config{
-		Logger:       m.Logger,
-		Checks:       checks,
-		Gatherer:     m.registry,
-		Registerer:   m.registry,
-		MetricsToken: cfg.MetricsToken,
+		Logger:         m.Logger,
+		Checks:         checks,
+		Gatherer:       m.registry,
+		Registerer:     m.registry,
+		MetricsToken:   cfg.MetricsToken,
+		Tokens:         tokens,
+		Prompts:        m.store,
+		Resolver:       m.store, // releases and sessions will wrap it
+		Idempotency:    idem,
+		ImportMaxBytes: cfg.ImportMaxBytes,
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -86,6 +123,33 @@ func (m *Main) Open(ctx context.Context) error {
 	m.ln = ln
 	go func() { m.served <- m.server.Serve(ln) }()
 	return nil
+}
+
+// tokens are the configured tokens, or in embedded mode (no
+// PROMPTD_TOKENS, SQLite) the ones generated into the data directory,
+// whose path (never the secrets) is logged.
+func (m *Main) tokens() ([]api.Token, error) {
+	ts := m.Config.Tokens
+	if len(ts) == 0 && m.Config.MySQLDSN == "" {
+		var (
+			path    string
+			created bool
+			err     error
+		)
+		if ts, path, created, err = embeddedTokens(m.Config.DataDir); err != nil {
+			return nil, err
+		}
+		if created {
+			m.Logger.Info("generated an admin and a runtime token; read them from the file", "tokens_file", path)
+		} else {
+			m.Logger.Info("using the tokens of the data directory", "tokens_file", path)
+		}
+	}
+	out := make([]api.Token, len(ts))
+	for i, t := range ts {
+		out[i] = api.Token{Name: t.Name, Role: t.Role, Secret: t.Secret}
+	}
+	return out, nil
 }
 
 // openSQL opens MySQL, or SQLite in the data directory.
@@ -141,15 +205,22 @@ func (m *Main) Addr() net.Addr {
 func (m *Main) Served() <-chan error { return m.served }
 
 // Close stops promptd in order: the server stops accepting and lets
-// requests in flight finish (at most shutdownTimeout), the lock manager
-// releases promptd's own leases, then Redis and SQL are closed. It is
-// safe after a failed Open.
+// requests in flight finish (at most shutdownTimeout), the scheduler stops
+// and its runs end, the store stops its event subscription, the lock
+// manager releases promptd's own leases, then Redis and SQL are closed. It
+// is safe after a failed Open.
 func (m *Main) Close(ctx context.Context) error {
 	var errs []error
 	if m.server != nil {
 		sctx, cancel := context.WithTimeout(ctx, shutdownTimeout)
 		errs = append(errs, m.server.Shutdown(sctx))
 		cancel()
+	}
+	if m.jobs != nil {
+		m.jobs.stop(ctx)
+	}
+	if m.store != nil {
+		errs = append(errs, m.store.Close())
 	}
 	if m.locker != nil {
 		errs = append(errs, m.locker.Close(ctx))

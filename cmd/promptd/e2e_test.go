@@ -159,6 +159,15 @@ func TestE2E_embedded_servesAndStopsOnSIGTERM(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dataDir, "promptd.db")); err != nil {
 		t.Errorf("SQLite file: %v", err)
 	}
+	fi, err = os.Stat(filepath.Join(dataDir, "tokens"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("tokens file: %v, %v; want mode 0600", fi, err)
+	}
+	tokens, err := readTokens(filepath.Join(dataDir, "tokens"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishAndResolve(t, base, tokens[0].Secret, tokens[1].Secret)
 	p.stop(t)
 }
 
@@ -179,6 +188,7 @@ func TestE2E_mysqlAndRedis_servesAndStopsOnSIGTERM(t *testing.T) {
 	if code, _ := httpGet(t, base+"/metrics"); code != 401 {
 		t.Errorf("/metrics without the token = %d, want 401", code)
 	}
+	publishAndResolve(t, base, "e2e-admin-secret-0123", "e2e-runtime-secret-0123")
 	p.stop(t)
 }
 

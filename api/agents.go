@@ -1,0 +1,54 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/promptstore"
+)
+
+// agentResponse is an agent's summary.
+type agentResponse struct {
+	Agent             string         `json:"agent"`
+	LatestVersion     int            `json:"latest_version"`
+	LatestContentHash string         `json:"latest_content_hash"`
+	Envs              map[string]int `json:"envs"`
+}
+
+// handleListAgents: GET /v1/agents, by name (the cursor is the last name
+// of the previous page).
+func (s *Server) handleListAgents(c echo.Context) error {
+	page, err := pageOf(c)
+	if err != nil {
+		return err
+	}
+	if page.Cursor != "" && locks.ValidateID("cursor", page.Cursor) != nil {
+		return invalidField("cursor", "cursor must be the next value of a previous page")
+	}
+	as, next, err := s.cfg.Prompts.ListAgents(c.Request().Context(), page)
+	if err != nil {
+		return err
+	}
+	out := list[agentResponse]{Items: make([]agentResponse, len(as)), Next: cursor(next)}
+	for i, a := range as {
+		out.Items[i] = agentResponse{Agent: a.Agent, LatestVersion: a.LatestVersion, LatestContentHash: a.LatestContentHash, Envs: a.Envs}
+	}
+	return s.send(c, http.StatusOK, out)
+}
+
+// agentErr refines a missing version or pointer: when the agent itself
+// does not exist, the answer says so (404 agent_not_found) instead of
+// naming a version or env of an agent that is not there.
+func (s *Server) agentErr(ctx context.Context, agent string, err error) error {
+	if !errors.Is(err, promptstore.ErrVersionNotFound) && !errors.Is(err, promptstore.ErrNoPointer) {
+		return err
+	}
+	if _, _, lerr := s.cfg.Prompts.ListVersions(ctx, agent, promptstore.Page{Limit: 1}); errors.Is(lerr, promptstore.ErrAgentNotFound) {
+		return errors.Join(promptstore.ErrAgentNotFound, err)
+	}
+	return err
+}

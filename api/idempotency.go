@@ -1,0 +1,189 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/promptd/promptd/internal/idempotency"
+	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/promptstore"
+)
+
+// Idempotency headers (API.md, Conventions).
+const (
+	headerIdempotencyKey = "Idempotency-Key"
+	headerReplayed       = "Idempotent-Replayed"
+	maxIdempotencyKey    = 255
+	ctxIdempotency       = "promptd.idempotency"
+)
+
+// idemState is the Idempotency-Key of a request in progress and, once the
+// write's transaction recorded it, the answer.
+type idemState struct {
+	key    idempotency.Key
+	stored *idempotency.Response
+}
+
+func idemOf(c echo.Context) *idemState {
+	st, _ := c.Get(ctxIdempotency).(*idemState)
+	return st
+}
+
+// idempotent wraps a POST route that creates or appends. With an
+// Idempotency-Key header, scoped to the token's name, the method and the
+// concrete path and bound to the SHA-256 of the canonical body:
+//
+//  1. a repeat while the first is in this process: 409 idempotency_in_progress
+//     (422 idempotency_key_reused if its body differs);
+//  2. a stored outcome: replayed byte for byte with Idempotent-Replayed: true,
+//     or 422 idempotency_key_reused for another body;
+//  3. otherwise the handler runs; its write records the 2xx answer in the
+//     write's own transaction (onCommit), and a validation answer (400,
+//     404, 413, 422) is recorded afterwards in a transaction of its own;
+//     409, 412, 423, 429 and 5xx depend on timing and are not recorded.
+//
+// When the write fails because another instance with the same key won (a
+// duplicate key in the commit hook, or the conflict its write caused), the
+// winner's stored answer is replayed.
+func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		key := r.Header.Get(headerIdempotencyKey)
+		if len(r.Header.Values(headerIdempotencyKey)) == 0 {
+			return next(c)
+		}
+		if !validIdempotencyKey(key) || len(r.Header.Values(headerIdempotencyKey)) > 1 {
+			return invalidField(headerIdempotencyKey, "Idempotency-Key must be one value of 1..%d printable ASCII characters", maxIdempotencyKey)
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return err // 413: the body was never received whole, so it cannot be bound to the key
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		k := idempotency.NewKey(actorOf(c), r.Method, r.URL.Path, key, bodyHash(body))
+		store := s.cfg.Idempotency
+		end, err := store.Begin(k)
+		if err != nil {
+			return err
+		}
+		defer end()
+		ctx := r.Context()
+		if rec, err := store.Lookup(ctx, k); err != nil || rec != nil {
+			if err != nil {
+				return err
+			}
+			return replay(c, rec)
+		}
+		st := &idemState{key: k}
+		c.Set(ctxIdempotency, st)
+		tee := &teeWriter{ResponseWriter: c.Response().Writer}
+		c.Response().Writer = tee
+
+		if err := next(c); err != nil {
+			if !storable(problemFor(err).Status()) {
+				rec, lerr := store.Lookup(context.WithoutCancel(ctx), k)
+				switch {
+				case rec != nil:
+					return replay(c, rec)
+				case errors.Is(lerr, idempotency.ErrKeyReused):
+					return lerr
+				}
+				return err
+			}
+			c.Error(err)
+		}
+		res := c.Response()
+		if st.stored == nil && storable(res.Status) {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			rec := idempotency.Response{Status: res.Status, ContentType: res.Header().Get(echo.HeaderContentType), Body: tee.buf.Bytes()}
+			if err := store.Save(sctx, k, rec); err != nil {
+				s.log.WarnContext(ctx, "storing the outcome of an Idempotency-Key failed", "request_id", requestIDOf(c), "err", err)
+			}
+		}
+		return nil
+	}
+}
+
+// storable: the outcomes recorded for an Idempotency-Key.
+func storable(status int) bool {
+	switch status {
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
+		return true
+	}
+	return status >= 200 && status < 300
+}
+
+// onCommit returns the context of a write whose result T is answered with
+// status and body(T). With an Idempotency-Key the answer is rendered and
+// recorded inside the write's own transaction; send then writes those
+// bytes.
+func onCommit[T any](s *Server, c echo.Context, status int, body func(T) any) context.Context {
+	ctx := c.Request().Context()
+	st := idemOf(c)
+	if st == nil {
+		return ctx
+	}
+	hook := s.cfg.Idempotency.Hook(st.key, func(result any) (idempotency.Response, bool, error) {
+		v, ok := result.(T)
+		if !ok {
+			return idempotency.Response{}, false, nil
+		}
+		b, err := encodeJSON(body(v))
+		if err != nil {
+			return idempotency.Response{}, false, err
+		}
+		return idempotency.Response{Status: status, ContentType: echo.MIMEApplicationJSON, Body: b}, true, nil
+	}, func(r idempotency.Response) { st.stored = &r })
+	return sqlstore.WithCommitHook(ctx, hook)
+}
+
+// replay answers with a stored outcome.
+func replay(c echo.Context, r *idempotency.Response) error {
+	h := c.Response().Header()
+	h.Set(headerReplayed, "true")
+	if r.Status >= 400 {
+		h.Set(echo.HeaderCacheControl, "no-store")
+	}
+	return c.Blob(r.Status, r.ContentType, r.Body)
+}
+
+// bodyHash binds a key to the canonical form of a JSON body (so spacing
+// and key order do not matter), or to the raw bytes of anything else.
+func bodyHash(body []byte) string {
+	if canon, err := promptstore.Canonical(body); err == nil {
+		return idempotency.HashBody(canon)
+	}
+	return idempotency.HashBody(body)
+}
+
+func validIdempotencyKey(k string) bool {
+	if k == "" || len(k) > maxIdempotencyKey {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// teeWriter keeps a copy of the response body, for recording it.
+type teeWriter struct {
+	http.ResponseWriter
+	buf bytes.Buffer
+}
+
+func (w *teeWriter) Write(p []byte) (int, error) {
+	w.buf.Write(p)
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *teeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

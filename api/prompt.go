@@ -1,0 +1,136 @@
+package api
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/promptstore"
+)
+
+// promptResponse is a resolved prompt: which version this caller gets,
+// why, and its config.
+type promptResponse struct {
+	Agent        string             `json:"agent"`
+	Env          string             `json:"env"`
+	Version      int                `json:"version"`
+	ContentHash  string             `json:"content_hash"`
+	Config       json.RawMessage    `json:"config"`
+	Release      *promptstore.Trace `json:"release"`
+	Pinned       bool               `json:"pinned"`
+	RepinnedFrom *int               `json:"repinned_from"`
+}
+
+// resolveRequest reads and checks the caller's identifiers. A session_id
+// is answered with 404 session_not_found while promptd has no sessions
+// (no History is wired).
+func (s *Server) resolveRequest(c echo.Context, userID, sessionID string) (promptstore.Request, error) {
+	agent, env, err := envPath(c)
+	if err != nil {
+		return promptstore.Request{}, err
+	}
+	req := promptstore.Request{Agent: agent, Env: env, UserID: userID, SessionID: sessionID}
+	if err := promptstore.ValidateRequest(req); err != nil {
+		return req, err
+	}
+	if sessionID != "" && s.cfg.History == nil {
+		return req, Errorf(CodeSessionNotFound, "no session %s", sessionID)
+	}
+	return req, nil
+}
+
+// handlePrompt: GET /v1/agents/{agent}/envs/{env}/prompt?user_id=&session_id=.
+// The ETag hashes the whole body, so If-None-Match gives 304 until the
+// answer for this caller changes; Cache-Control: private, no-cache.
+func (s *Server) handlePrompt(c echo.Context) error {
+	if c.QueryParams().Has("user_id") && c.QueryParam("user_id") == "" {
+		return promptstore.ValidateOpaque("user_id", "")
+	}
+	if c.QueryParams().Has("session_id") && c.QueryParam("session_id") == "" {
+		return locks.ValidateID("session_id", "")
+	}
+	req, err := s.resolveRequest(c, c.QueryParam("user_id"), c.QueryParam("session_id"))
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	p, err := s.cfg.Prompts.ResolvePrompt(ctx, s.cfg.Resolver, req)
+	if err != nil {
+		return s.agentErr(ctx, req.Agent, err)
+	}
+	body, err := encodeJSON(promptResponse{Agent: p.Agent, Env: p.Env, Version: p.Version, ContentHash: p.Snapshot.ContentHash,
+		Config: p.Snapshot.Config, Release: p.Release, Pinned: p.Pinned, RepinnedFrom: p.RepinnedFrom})
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(body)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	h := c.Response().Header()
+	h.Set("ETag", etag)
+	h.Set(echo.HeaderCacheControl, "private, no-cache")
+	if etagMatches(c.Request().Header.Get("If-None-Match"), etag) {
+		return notModified(c)
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
+}
+
+// assembleRequest is the body of POST .../envs/{env}/assemble.
+type assembleRequest struct {
+	UserID          *string         `json:"user_id"`
+	SessionID       *string         `json:"session_id"`
+	Variables       json.RawMessage `json:"variables"`
+	History         bool            `json:"history"`
+	MaxHistoryTurns int             `json:"max_history_turns"`
+}
+
+func (r *assembleRequest) validate() error {
+	if r.Variables != nil && string(r.Variables) != "null" && !isObject(r.Variables) {
+		return invalidField("variables", "variables must be an object of strings")
+	}
+	if r.UserID != nil && *r.UserID == "" {
+		return promptstore.ValidateOpaque("user_id", "")
+	}
+	if r.SessionID != nil && *r.SessionID == "" {
+		return locks.ValidateID("session_id", "")
+	}
+	return nil
+}
+
+// handleAssemble: POST /v1/agents/{agent}/envs/{env}/assemble: the final
+// messages for a runtime call. Missing required variable: 422
+// missing_variable; a value that is not a string: 422 invalid_variable.
+func (s *Server) handleAssemble(c echo.Context) error {
+	var body assembleRequest
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	req, err := s.resolveRequest(c, deref(body.UserID), deref(body.SessionID))
+	if err != nil {
+		return err
+	}
+	var vars map[string]json.RawMessage
+	if isObject(body.Variables) {
+		if err := json.Unmarshal(body.Variables, &vars); err != nil {
+			return invalidField("variables", "variables must be an object of strings")
+		}
+	}
+	ctx := c.Request().Context()
+	a, err := s.cfg.Prompts.Assemble(ctx, s.cfg.Resolver, s.cfg.History, promptstore.AssembleInput{
+		Request: req, Variables: vars, History: body.History, MaxHistoryTurns: body.MaxHistoryTurns})
+	if err != nil {
+		return s.agentErr(ctx, req.Agent, err)
+	}
+	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
+	return s.send(c, http.StatusOK, a)
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}

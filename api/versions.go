@@ -1,0 +1,142 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/promptd/promptd/promptstore"
+)
+
+// createVersionRequest is the body of POST /v1/agents/{agent}/versions.
+type createVersionRequest struct {
+	BaseVersion *int            `json:"base_version"`
+	Config      json.RawMessage `json:"config"`
+	Message     string          `json:"message"`
+}
+
+func (r *createVersionRequest) validate() error {
+	if r.BaseVersion == nil {
+		return invalidField("base_version", "base_version is required: the latest version you started from, 0 for a new agent")
+	}
+	if !isObject(r.Config) {
+		return invalidField("config", "config is required and must be a JSON object")
+	}
+	return nil
+}
+
+// versionResponse is a prompt version.
+type versionResponse struct {
+	Agent       string          `json:"agent"`
+	Version     int             `json:"version"`
+	Config      json.RawMessage `json:"config"`
+	ContentHash string          `json:"content_hash"`
+	Message     string          `json:"message"`
+	CreatedBy   string          `json:"created_by"`
+	CreatedAt   timestamp       `json:"created_at"`
+}
+
+func versionBody(v *promptstore.Version) versionResponse {
+	return versionResponse{Agent: v.Agent, Version: v.Version, Config: v.Config, ContentHash: v.ContentHash,
+		Message: v.Message, CreatedBy: v.CreatedBy, CreatedAt: timestamp(v.CreatedAt)}
+}
+
+func versionEntity(v *promptstore.Version) any { return versionBody(v) }
+
+// immutable is the Cache-Control of what never changes: versions and
+// their diffs.
+const immutable = "public, max-age=31536000, immutable"
+
+// handleCreateVersion: POST /v1/agents/{agent}/versions (admin,
+// Idempotency-Key). 201 with the version.
+func (s *Server) handleCreateVersion(c echo.Context) error {
+	agent, err := pathID(c, "agent")
+	if err != nil {
+		return err
+	}
+	var req createVersionRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	ctx := onCommit(s, c, http.StatusCreated, versionEntity)
+	v, err := s.cfg.Prompts.CreateVersion(ctx, promptstore.CreateVersionInput{
+		Agent: agent, BaseVersion: *req.BaseVersion, Config: req.Config, Message: req.Message})
+	if err != nil {
+		return err
+	}
+	return s.send(c, http.StatusCreated, versionBody(v))
+}
+
+// handleListVersions: GET /v1/agents/{agent}/versions, newest first.
+func (s *Server) handleListVersions(c echo.Context) error {
+	agent, err := pathID(c, "agent")
+	if err != nil {
+		return err
+	}
+	page, err := pageOf(c)
+	if err != nil {
+		return err
+	}
+	vs, next, err := s.cfg.Prompts.ListVersions(c.Request().Context(), agent, page)
+	if err != nil {
+		return err
+	}
+	out := list[versionResponse]{Items: make([]versionResponse, len(vs)), Next: cursor(next)}
+	for i, v := range vs {
+		out.Items[i] = versionBody(v)
+	}
+	return s.send(c, http.StatusOK, out)
+}
+
+// handleGetVersion: GET /v1/agents/{agent}/versions/{version}. A version
+// never changes: ETag is its content hash, cacheable for a year;
+// If-None-Match gives 304.
+func (s *Server) handleGetVersion(c echo.Context) error {
+	agent, err := pathID(c, "agent")
+	if err != nil {
+		return err
+	}
+	n, err := pathVersion(c, "version")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	v, err := s.cfg.Prompts.GetVersion(ctx, agent, n)
+	if err != nil {
+		return s.agentErr(ctx, agent, err)
+	}
+	etag := `"` + v.ContentHash + `"`
+	h := c.Response().Header()
+	h.Set(echo.HeaderCacheControl, immutable)
+	h.Set("ETag", etag)
+	if etagMatches(c.Request().Header.Get("If-None-Match"), etag) {
+		return notModified(c)
+	}
+	return s.send(c, http.StatusOK, versionBody(v))
+}
+
+// handleDiff: GET /v1/agents/{agent}/versions/{a}/diff/{b}, a unified
+// diff (text/x-diff) of the configs as sorted-key, 2-space-indented JSON;
+// a is the old side. Empty when the configs are equal.
+func (s *Server) handleDiff(c echo.Context) error {
+	agent, err := pathID(c, "agent")
+	if err != nil {
+		return err
+	}
+	a, err := pathVersion(c, "a")
+	if err != nil {
+		return err
+	}
+	b, err := pathVersion(c, "b")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	diff, err := s.cfg.Prompts.Diff(ctx, agent, a, b)
+	if err != nil {
+		return s.agentErr(ctx, agent, err)
+	}
+	c.Response().Header().Set(echo.HeaderCacheControl, immutable)
+	return c.Blob(http.StatusOK, "text/x-diff; charset=utf-8", []byte(diff))
+}

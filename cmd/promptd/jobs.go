@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/promptd/promptd/internal/idempotency"
+	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/promptstore"
+)
+
+// Job periods.
+const (
+	idempotencySweepEvery = 10 * time.Minute
+	jobTimeout            = time.Minute
+)
+
+// cronLogger adapts slog to robfig/cron's logger.
+type cronLogger struct{ log *slog.Logger }
+
+func (l cronLogger) Info(msg string, kv ...any) { l.log.Debug("cron: "+msg, kv...) }
+func (l cronLogger) Error(err error, msg string, kv ...any) {
+	l.log.Error("cron: "+msg, append(kv, "err", err)...)
+}
+
+// scheduler runs promptd's jobs: per-instance jobs on every replica, and
+// cluster singletons under a locks lease so one replica runs each run.
+// Every job recovers from panics and is skipped while its previous run is
+// still going.
+type scheduler struct {
+	cron   *cron.Cron
+	ctx    context.Context // cancelled by stop, so runs in progress end
+	cancel context.CancelFunc
+	locker locks.Locker
+	keys   locks.Keys
+	log    *slog.Logger
+}
+
+func newScheduler(locker locks.Locker, keys locks.Keys, log *slog.Logger) *scheduler {
+	l := cronLogger{log}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &scheduler{
+		cron:   cron.New(cron.WithLogger(l), cron.WithChain(cron.Recover(l), cron.SkipIfStillRunning(l))),
+		ctx:    ctx,
+		cancel: cancel,
+		locker: locker, keys: keys, log: log,
+	}
+}
+
+// everyInstance runs job every period on this instance.
+func (s *scheduler) everyInstance(name string, every time.Duration, job func(context.Context) error) {
+	s.cron.Schedule(cron.Every(every), cron.FuncJob(func() {
+		ctx, cancel := context.WithTimeout(s.ctx, min(every*5, jobTimeout))
+		defer cancel()
+		if err := job(ctx); err != nil && s.ctx.Err() == nil {
+			s.log.Warn("job failed", "job", name, "err", err)
+		}
+	}))
+}
+
+// singleton runs job every period on one instance at a time: each run
+// takes the job's lease (locks.Keys.Job) without waiting, and skips when
+// another replica holds it. The run's context ends if the lease is lost.
+func (s *scheduler) singleton(name string, every time.Duration, job func(context.Context) error) {
+	key, err := s.keys.Job(name)
+	if err != nil {
+		panic(err) // job names are constants
+	}
+	s.cron.Schedule(cron.Every(every), cron.FuncJob(func() { s.runSingleton(name, key, job) }))
+}
+
+// runSingleton is one run of a singleton job; ran reports whether this
+// instance ran it.
+func (s *scheduler) runSingleton(name, key string, job func(context.Context) error) (ran bool) {
+	lease, err := s.locker.Acquire(s.ctx, key, jobTimeout+10*time.Second)
+	if err != nil {
+		if !errors.Is(err, locks.ErrHeld) && s.ctx.Err() == nil {
+			s.log.Warn("job lease not obtained; skipping this run", "job", name, "err", err)
+		}
+		return false
+	}
+	defer func() { _ = lease.Release(context.WithoutCancel(s.ctx)) }()
+	ctx, cancel := context.WithTimeout(lease.Context(), jobTimeout)
+	defer cancel()
+	if err := job(ctx); err != nil && ctx.Err() == nil {
+		s.log.Warn("job failed", "job", name, "err", err)
+	}
+	return true
+}
+
+func (s *scheduler) start() { s.cron.Start() }
+
+// stop stops scheduling, cancels runs in progress and waits for them (at
+// most until ctx ends).
+func (s *scheduler) stop(ctx context.Context) {
+	done := s.cron.Stop()
+	s.cancel()
+	select {
+	case <-done.Done():
+	case <-ctx.Done():
+	}
+}
+
+// scheduleJobs registers promptd's jobs.
+func scheduleJobs(s *scheduler, store *promptstore.Store, idem *idempotency.Store, reconcileEvery time.Duration, log *slog.Logger) {
+	// The reconciler keeps this instance's caches within one period of SQL.
+	s.everyInstance("reconcile", reconcileEvery, store.Reconcile)
+	// Expired Idempotency-Key outcomes are deleted by one replica.
+	s.singleton("idempotency-sweep", idempotencySweepEvery, func(ctx context.Context) error {
+		n, err := idem.Sweep(ctx)
+		if n > 0 {
+			log.Info("swept expired idempotency keys", "deleted", n)
+		}
+		return err
+	})
+}
