@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -126,15 +127,29 @@ func (s *Store) Import(ctx context.Context, in ImportInput) (*ImportResult, erro
 	}
 	sctx, cancel := context.WithTimeout(ctx, 12*s.o.SQLTimeout)
 	defer cancel()
-	out, err := sqlstore.Transact(sctx, s.db, func(tx *gorm.DB) (*ImportResult, error) {
-		return s.importTx(sctx, tx, in.Mode, preps, res)
-	})
+	ms := s.now().UnixMilli()
+	var out *ImportResult
+	for attempt := 0; ; attempt++ {
+		try := &ImportResult{BatchFingerprint: res.BatchFingerprint, Results: append([]ImportItemResult(nil), res.Results...), Summary: res.Summary}
+		out, err = sqlstore.Transact(sctx, s.db, func(tx *gorm.DB) (*ImportResult, error) {
+			return s.importTx(sctx, tx, in.Mode, preps, try, ms)
+		})
+		// A duplicate key: another writer created one of the batch's new
+		// agents between our read and our insert. Nothing was written; a
+		// second pass reads the new bases and reports that item as a
+		// conflict like any other.
+		if !sqlstore.IsDuplicate(err) || attempt == 2 {
+			break
+		}
+	}
 	if err != nil {
 		return nil, storeErr(err)
 	}
+	actor := audit.Actor(ctx)
 	for i, p := range preps {
 		if p != nil && out.Results[i].Status == "created" {
-			v := &Version{Agent: p.in.Agent, Version: *out.Results[i].Version, Config: p.canon, ContentHash: p.hash, Message: p.in.Message}
+			v := &Version{Agent: p.in.Agent, Version: *out.Results[i].Version, Config: p.canon, ContentHash: p.hash, Message: p.in.Message,
+				CreatedBy: actor, CreatedAt: time.UnixMilli(ms).UTC()}
 			s.snaps.put(&Snapshot{Version: v, Parsed: p.parsed})
 		}
 	}
@@ -156,7 +171,7 @@ type agentState struct {
 	assigned bool // a version was created for it in this batch
 }
 
-func (s *Store) importTx(ctx context.Context, tx *gorm.DB, mode string, preps []*prepared, res *ImportResult) (*ImportResult, error) {
+func (s *Store) importTx(ctx context.Context, tx *gorm.DB, mode string, preps []*prepared, res *ImportResult, ms int64) (*ImportResult, error) {
 	// Read (and lock) every agent of the batch once.
 	agents := map[string]*agentState{}
 	var names []string
@@ -215,7 +230,6 @@ func (s *Store) importTx(ctx context.Context, tx *gorm.DB, mode string, preps []
 		res.Summary.Created = 0
 		return nil, &ImportRejected{Result: res}
 	}
-	ms := s.now().UnixMilli()
 	actor := audit.Actor(ctx)
 	if err := s.writeAgents(tx, names, agents, ms); err != nil {
 		return nil, err

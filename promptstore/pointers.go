@@ -151,6 +151,9 @@ func (s *Store) SwitchPointer(ctx context.Context, in SwitchInput) (*Env, error)
 	if in.Version < 1 || in.Version >= MaxVersion {
 		return nil, invalid(CodeInvalidField, "version", "version must be 1..%d", MaxVersion-1)
 	}
+	if len(in.Reason) > MaxReason {
+		return nil, invalid(CodeInvalidField, "reason", "reason is longer than %d bytes", MaxReason)
+	}
 	key, _ := s.o.Keys.Release(in.Agent, in.Env)
 	defer s.lock(ctx, key)()
 	sctx, cancel := s.sqlCtx(ctx)

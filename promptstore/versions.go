@@ -207,6 +207,9 @@ func (s *Store) loadVersion(ctx context.Context, agent string, version int) (*Ve
 		return nil, storeErr(sqlstore.Translate(err))
 	}
 	if len(rows) == 0 {
+		if latestVersion(s.db.WithContext(ctx), agent) == 0 {
+			return nil, ErrAgentNotFound
+		}
 		return nil, ErrVersionNotFound
 	}
 	return rows[0].version(), nil
