@@ -39,3 +39,13 @@ func redisBackend(t *testing.T, url, prefix string) locks.Backend {
 	t.Cleanup(func() { _ = c.Close() })
 	return locks.NewRedisBackend(c, locks.RedisOptions{Keys: locks.Keys{Prefix: prefix}, Timeout: 200 * time.Millisecond})
 }
+
+// The same behaviour on a three-master Redis Cluster: a lock and its fence
+// share a hash tag, and multi-resource leases touch one slot per key.
+func TestRedisClusterBackend_behaviour(t *testing.T) {
+	addrs := testenv.StartRedisCluster(t)
+	runSuite(t, func(t *testing.T, prefix string) (locks.Backend, locks.Backend) {
+		o := locks.RedisOptions{Keys: locks.Keys{Prefix: prefix}, Timeout: 500 * time.Millisecond}
+		return locks.NewRedisBackend(testenv.ClusterClient(t, addrs), o), locks.NewRedisBackend(testenv.ClusterClient(t, addrs), o)
+	})
+}
