@@ -4,8 +4,9 @@
 -- Reply: {status, token, holder, fence, since ms, ttl ms, count}
 --   status 1: granted; 2: this token already holds it (a retried call or a
 --   re-entry: same grant); 3: granted by taking over another holder;
---   0: held by another (token left empty); -1: reenter with a token that is
---   not current.
+--   0: held by another (token left empty; the lock is marked 'w' so its
+--   release is announced to the waiters); -1: reenter with a token that
+--   is not current.
 local cur = redis.call('HMGET', KEYS[1], 't', 'h', 'f', 's', 'n', 'r')
 local ttl = tonumber(ARGV[2])
 if cur[1] == ARGV[1] then
@@ -23,6 +24,7 @@ end
 local status = 1
 if cur[1] then
   if ARGV[4] ~= 'preempt' then
+    redis.call('HSET', KEYS[1], 'w', 1)
     return {0, '', cur[2], tonumber(cur[3]), tonumber(cur[4]), redis.call('PTTL', KEYS[1]), tonumber(cur[5])}
   end
   status = 3
@@ -40,7 +42,7 @@ if floor + 1 > f then f = floor + 1 end
 local fs = string.format('%.0f', f)
 local since = math.floor(now / 1000)
 redis.call('SET', KEYS[2], fs)
-redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 't', ARGV[1], 'h', ARGV[3], 'f', fs, 's', string.format('%.0f', since), 'n', 1, 'r', '')
+if cur[1] then redis.call('DEL', KEYS[1]) end
+redis.call('HSET', KEYS[1], 't', ARGV[1], 'h', ARGV[3], 'f', fs, 's', string.format('%.0f', since), 'n', 1)
 redis.call('PEXPIRE', KEYS[1], ttl)
 return {status, ARGV[1], ARGV[3], f, since, ttl, 1}

@@ -20,6 +20,7 @@ type keepalive struct {
 	wake    chan struct{}
 	done    chan struct{}
 	started bool
+	armed   time.Time // when the loop's timer fires; zero: not armed
 	stopped bool
 	wg      sync.WaitGroup
 }
@@ -49,7 +50,11 @@ func (k *keepalive) schedule(l *Lease, at time.Time) {
 		k.wg.Add(1)
 		go k.loop()
 	}
+	wake := k.armed.IsZero() || at.Before(k.armed)
 	k.mu.Unlock()
+	if !wake {
+		return
+	}
 	select {
 	case k.wake <- struct{}{}:
 	default:
@@ -90,6 +95,10 @@ func (k *keepalive) loop() {
 		wait := time.Hour
 		if len(k.h) > 0 {
 			wait = k.h[0].next.Sub(now)
+		}
+		k.armed = now.Add(wait)
+		if len(k.h) == 0 {
+			k.armed = time.Time{}
 		}
 		k.mu.Unlock()
 		for _, l := range due {

@@ -2,7 +2,9 @@ package locks
 
 import "sync"
 
-// notifier fans release announcements out to in-process watchers.
+// notifier hands release announcements to in-process watchers: one
+// watcher per release (the others would only lose the race again); a
+// watcher that leaves with an unused wake-up passes it on.
 type notifier struct {
 	mu       sync.Mutex
 	watchers map[string]map[chan struct{}]struct{}
@@ -25,6 +27,16 @@ func (n *notifier) watch(key string) (<-chan struct{}, func()) {
 	return ch, func() {
 		n.mu.Lock()
 		delete(set, ch)
+		if len(ch) > 0 {
+			// pass an unconsumed wake-up on to another watcher
+			for other := range set {
+				select {
+				case other <- struct{}{}:
+				default:
+				}
+				break
+			}
+		}
 		if len(set) == 0 && n.watchers[key] != nil && len(n.watchers[key]) == 0 {
 			delete(n.watchers, key)
 		}
@@ -39,6 +51,7 @@ func (n *notifier) fire(key string) {
 		case ch <- struct{}{}:
 		default:
 		}
+		break // wake one watcher per release
 	}
 	n.mu.Unlock()
 }

@@ -1,7 +1,8 @@
--- Drops one hold of a lease held by token; frees the key at zero and
--- announces it. KEYS[1]: lock key. ARGV: token, channel, nonce.
+-- Drops one hold of a lease held by token; frees the key at zero and, if
+-- somebody was turned away while it was held ('w'), announces it.
+-- KEYS[1]: lock key. ARGV: token, channel, nonce.
 -- Reply: holds left (0: freed), or -1 when the token does not hold the key.
-local cur = redis.call('HMGET', KEYS[1], 't', 'r')
+local cur = redis.call('HMGET', KEYS[1], 't', 'r', 'w')
 if cur[1] ~= ARGV[1] then
   return -1
 end
@@ -15,5 +16,5 @@ if n > 0 then
   return n
 end
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', ARGV[2], KEYS[1])
+if cur[3] then redis.call('PUBLISH', ARGV[2], KEYS[1]) end
 return 0
