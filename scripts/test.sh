@@ -68,9 +68,16 @@ run go vet ./...
 section "go test -race ./..."
 run go test -race -count=1 -timeout 25m ./...
 
+section "fuzz: every target briefly (FUZZTIME=${FUZZTIME:-5s})"
+for pkg in $(go list ./...); do
+	for target in $(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true); do
+		run go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-5s}" "$pkg"
+	done
+done
+
 if [ -f bench/go.mod ]; then
-	section "bench: go vet and a short benchmark run"
-	run bash -c "cd bench && go vet ./... && go test -count=1 -run '^\$' -bench . -benchtime 200x ./..."
+	section "bench: go vet, its unit tests and a short benchmark run"
+	run bash -c "cd bench && go vet ./... && go test -count=1 -bench . -benchtime 200x ./..."
 fi
 
 section "ok"
