@@ -133,9 +133,17 @@ func (s *Store) sqlCtx(ctx context.Context) (context.Context, context.CancelFunc
 	return context.WithTimeout(ctx, s.o.SQLTimeout)
 }
 
-// storeErr maps an infrastructure error that reached the domain boundary:
-// an unreachable or stalled database (our own SQL deadline passed) is
-// ErrUnavailable.
+// StoreErr maps an infrastructure error that reached a domain boundary: an
+// unreachable or stalled database (a SQL deadline passed) is
+// ErrUnavailable; driver errors are translated. The release and session
+// packages use it too.
+func StoreErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return storeErr(sqlstore.Translate(err))
+}
+
 func storeErr(err error) error {
 	if err == nil {
 		return nil

@@ -70,6 +70,15 @@ func prepare(in CreateVersionInput) (*prepared, error) {
 	return &prepared{in: in, parsed: parsed, canon: canon, hash: ContentHash(canon)}, nil
 }
 
+// CheckID validates an identifier (API.md's rule) as a bad-input error
+// naming field.
+func CheckID(field, v string) error {
+	if err := locks.ValidateID(field, v); err != nil {
+		return invalidID(err)
+	}
+	return nil
+}
+
 func invalidID(err error) error {
 	var ie *locks.InvalidIDError
 	if errors.As(err, &ie) {

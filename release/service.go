@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -97,14 +96,7 @@ func (s *Service) lock(ctx context.Context, agent, env string) func() {
 	return func() { _ = l.Release(context.WithoutCancel(ctx)) }
 }
 
-func validID(field, v string) error {
-	if err := locks.ValidateID(field, v); err != nil {
-		var ie *locks.InvalidIDError
-		errors.As(err, &ie)
-		return &promptstore.InvalidError{Code: promptstore.CodeInvalidID, Field: field, Detail: ie.Reason}
-	}
-	return nil
-}
+func validID(field, v string) error { return promptstore.CheckID(field, v) }
 
 // Create starts a release of CandidateVersion against the pointer's
 // version. The pointer row is conditionally updated to name the release, so
@@ -291,12 +283,4 @@ func (s *Service) List(ctx context.Context, agent, env string, p promptstore.Pag
 	return out, next, nil
 }
 
-func storeErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, sqlstore.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
-		return errors.Join(promptstore.ErrUnavailable, err)
-	}
-	return sqlstore.Translate(err)
-}
+func storeErr(err error) error { return promptstore.StoreErr(err) }

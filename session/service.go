@@ -74,24 +74,9 @@ func (s *Service) sqlCtx(ctx context.Context) (context.Context, context.CancelFu
 	return context.WithTimeout(ctx, s.o.SQLTimeout)
 }
 
-func storeErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, sqlstore.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
-		return errors.Join(promptstore.ErrUnavailable, err)
-	}
-	return sqlstore.Translate(err)
-}
+func storeErr(err error) error { return promptstore.StoreErr(err) }
 
-func validID(field, v string) error {
-	if err := locks.ValidateID(field, v); err != nil {
-		var ie *locks.InvalidIDError
-		errors.As(err, &ie)
-		return &InvalidError{Code: "invalid_id", Field: field, Detail: ie.Reason}
-	}
-	return nil
-}
+func validID(field, v string) error { return promptstore.CheckID(field, v) }
 
 func (s *Service) key(id string) string {
 	k, _ := s.o.Keys.Session(id)
