@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -62,6 +63,8 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+var recorderFilterOnce sync.Once
+
 // Open connects to the configured database and checks that it answers
 // within ctx.
 func Open(ctx context.Context, cfg Config) (*gorm.DB, error) {
@@ -71,8 +74,10 @@ func Open(ctx context.Context, cfg Config) (*gorm.DB, error) {
 	}
 	// Scan records its statement through gorm's recorder, whose filter
 	// would otherwise put the values (prompt text, user ids) into the SQL
-	// that a slow-query warning logs.
-	gormlogger.RecorderParamsFilter = func(_ context.Context, sql string, _ ...any) (string, []any) { return sql, nil }
+	// that a slow-query warning logs. Set once: it is a package variable.
+	recorderFilterOnce.Do(func() {
+		gormlogger.RecorderParamsFilter = func(_ context.Context, sql string, _ ...any) (string, []any) { return sql, nil }
+	})
 	gcfg := &gorm.Config{
 		Logger:               newLogger(log, slowQuery),
 		NowFunc:              func() time.Time { return time.Now().UTC() },
