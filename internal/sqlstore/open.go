@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -58,9 +59,12 @@ type Config struct {
 	MySQLDSN string
 	// SQLitePath is the database file; its directory must exist.
 	SQLitePath string
-	// Logger receives slow queries (over 200ms) as warnings and gorm's own
-	// warnings and errors; nil means slog.Default().
+	// Logger receives slow queries (over SlowQuery) as warnings and gorm's
+	// own warnings and errors; nil means slog.Default().
 	Logger *slog.Logger
+	// SlowQuery is the duration above which a statement is logged; zero
+	// means 200ms.
+	SlowQuery time.Duration
 }
 
 var recorderFilterOnce sync.Once
@@ -79,7 +83,7 @@ func Open(ctx context.Context, cfg Config) (*gorm.DB, error) {
 		gormlogger.RecorderParamsFilter = func(_ context.Context, sql string, _ ...any) (string, []any) { return sql, nil }
 	})
 	gcfg := &gorm.Config{
-		Logger:               newLogger(log, slowQuery),
+		Logger:               newLogger(log, cmp.Or(cfg.SlowQuery, slowQuery)),
 		NowFunc:              func() time.Time { return time.Now().UTC() },
 		DisableAutomaticPing: true, // Open pings with ctx below
 	}
