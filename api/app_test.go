@@ -21,7 +21,10 @@ import (
 	"github.com/promptd/promptd/internal/idempotency"
 	"github.com/promptd/promptd/internal/sqlstore"
 	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/release"
+	"github.com/promptd/promptd/session"
 )
 
 // Test tokens: "ops" is an admin, "agent" a runtime.
@@ -37,36 +40,72 @@ var testTokens = []api.Token{
 
 func migrations() []sqlstore.Migration {
 	ms := append(audit.Migrations(), promptstore.Migrations()...)
+	ms = append(ms, release.Migrations()...)
+	ms = append(ms, session.Migrations()...)
 	return append(ms, idempotency.Migrations()...)
 }
 
-// app is an api.Server over a real prompt store.
+// app is an api.Server over a real prompt store, with releases, sessions
+// and the composed resolver (session pin -> release arm -> env pointer),
+// wired as cmd/promptd wires them.
 type app struct {
-	t     *testing.T
-	db    *gorm.DB
-	store *promptstore.Store
-	h     http.Handler
-	srv   *api.Server
-	logs  *syncBuffer
+	t        *testing.T
+	db       *gorm.DB
+	store    *promptstore.Store
+	releases *release.Service
+	sessions *session.Service
+	events   *audit.Batcher
+	h        http.Handler
+	srv      *api.Server
+	logs     *syncBuffer
 }
 
 func newApp(t *testing.T, db *gorm.DB, mod ...func(*api.Config)) *app {
 	t.Helper()
-	store := promptstore.New(db, promptstore.Options{Instance: "test-1"})
+	return newAppWith(t, db, promptstore.Options{Instance: "test-1"}, mod...)
+}
+
+// newAppWith is newApp over a store with the given options (a Redis
+// locker, say).
+func newAppWith(t *testing.T, db *gorm.DB, o promptstore.Options, mod ...func(*api.Config)) *app {
+	t.Helper()
+	store := promptstore.New(db, o)
 	t.Cleanup(func() { _ = store.Close() })
 	logs := &syncBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	events := audit.NewBatcher(db, store.Audit(), logger, 20*time.Millisecond)
+	t.Cleanup(events.Close)
+	releases := release.New(release.Options{Store: store, Logger: logger})
+	sessions := session.New(session.Options{Store: store, Resolver: releases, Events: events, Logger: logger})
 	reg := prometheus.NewRegistry()
 	cfg := api.Config{
-		Logger:     slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:     logger,
 		Registerer: reg, Gatherer: reg,
-		Tokens:  testTokens,
-		Prompts: store,
+		Tokens:   testTokens,
+		Prompts:  store,
+		Resolver: session.Resolver{S: sessions, Next: releases},
+		History:  sessions,
+		Releases: releases,
+		Sessions: sessions,
+		Events:   events,
 	}
 	for _, m := range mod {
 		m(&cfg)
 	}
 	srv := api.New(cfg)
-	return &app{t: t, db: db, store: store, h: srv.Handler(), srv: srv, logs: logs}
+	return &app{t: t, db: db, store: store, releases: releases, sessions: sessions, events: events,
+		h: srv.Handler(), srv: srv, logs: logs}
+}
+
+// redisApp is an app whose locks live in the shared test Redis, under a
+// key prefix of its own.
+func redisApp(t *testing.T, db *gorm.DB, mod ...func(*api.Config)) *app {
+	t.Helper()
+	rdb := testenv.RedisClient(t)
+	keys := locks.Keys{Prefix: fmt.Sprintf("api-%d", time.Now().UnixNano())}
+	locker := locks.NewRedis(rdb, locks.RedisOptions{Keys: keys}, locks.Options{Holder: "test-1"})
+	t.Cleanup(func() { _ = locker.Close(context.Background()) })
+	return newAppWith(t, db, promptstore.Options{Instance: "test-1", Locker: locker, Keys: keys}, mod...)
 }
 
 // sqliteApp is an app over a fresh SQLite file.

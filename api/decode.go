@@ -39,6 +39,19 @@ func decode(c echo.Context, dst any) error {
 	return decodeObject(body, "", dst)
 }
 
+// decodeOptional is decode for routes whose body may be left out (POST
+// .../pause): an empty body is the empty object.
+func decodeOptional(c echo.Context, dst any) error {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	return decodeObject(body, "", dst)
+}
+
 // decodeObject decodes one JSON object into dst; prefix names the object's
 // place in the body ("items[3].") for errors.
 func decodeObject(raw []byte, prefix string, dst any) error {
@@ -186,6 +199,19 @@ func pathID(c echo.Context, name string) (string, error) {
 		return "", err
 	}
 	if err := locks.ValidateID(name, v); err != nil {
+		return "", err
+	}
+	return v, nil
+}
+
+// pathIDAs is pathID for a parameter whose errors name another field
+// (the path's :id is a session_id).
+func pathIDAs(c echo.Context, name, field string) (string, error) {
+	v, err := param(c, name)
+	if err != nil {
+		return "", err
+	}
+	if err := locks.ValidateID(field, v); err != nil {
 		return "", err
 	}
 	return v, nil

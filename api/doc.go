@@ -5,7 +5,8 @@
 //
 // Handlers decode their body with one strict helper (decode.go: malformed
 // JSON is invalid_json, an unknown member or a wrong type invalid_field
-// naming it), call the domain (promptstore) and return its errors. The
+// naming it), call the domain (promptstore, release, session, locks) and
+// return its errors. The
 // error handler maps domain errors to a code and an HTTP status (the one
 // table of statuses in promptd), logs only unexpected errors, and never
 // shows their text to the client.
@@ -15,10 +16,12 @@
 // tokens; the token's name instead) and records its latency by route
 // template; then through the route's body limit (1 MiB, /v1/import its
 // own). /v1 routes then check the bearer token and its role (auth.go) and
-// put the token's name in the context for audit events. POST routes that
-// create take an Idempotency-Key (idempotency.go): the answer is recorded
-// in the write's own transaction through a commit hook and replayed byte
-// for byte.
+// put the token's name in the context for audit events. Routes that
+// create or append (versions, import, releases, sessions, turns, state
+// entries) take an Idempotency-Key (idempotency.go): the answer is
+// recorded in the write's own transaction through a commit hook and
+// replayed byte for byte. Lease routes never take one; lease tokens travel
+// only in bodies and the Lease-Token header, never in URLs or logs.
 //
 // openapi.yaml, served at /openapi.yaml, documents every route; a test
 // keeps it and routes.go in step and checks answers against its schemas.

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,19 +10,20 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/release"
 )
 
 // envResponse is an env pointer as SQL has it.
 type envResponse struct {
-	Agent     string          `json:"agent"`
-	Env       string          `json:"env"`
-	Version   int             `json:"version"`
-	Revision  int64           `json:"revision"`
-	UpdatedAt timestamp       `json:"updated_at"`
-	UpdatedBy string          `json:"updated_by"`
-	History   []moveResponse  `json:"history"`
-	Revoked   []int           `json:"revoked"`
-	Release   *releaseSummary `json:"release"`
+	Agent     string           `json:"agent"`
+	Env       string           `json:"env"`
+	Version   int              `json:"version"`
+	Revision  int64            `json:"revision"`
+	UpdatedAt timestamp        `json:"updated_at"`
+	UpdatedBy string           `json:"updated_by"`
+	History   []moveResponse   `json:"history"`
+	Revoked   []int            `json:"revoked"`
+	Release   *releaseResponse `json:"release"`
 }
 
 // moveResponse is one move of an env pointer.
@@ -35,13 +37,8 @@ type moveResponse struct {
 	At          timestamp `json:"at"`
 }
 
-// releaseSummary names the env's active release (releases come with their
-// own package; until then it is always null).
-type releaseSummary struct {
-	ID string `json:"id"`
-}
-
-func envBody(e *promptstore.Env) envResponse {
+// envBody renders an env with its active release (nil: none).
+func envBody(e *promptstore.Env, rel *release.Release) envResponse {
 	out := envResponse{Agent: e.Agent, Env: e.Env, Version: e.Version, Revision: e.Revision,
 		UpdatedAt: timestamp(e.UpdatedAt), UpdatedBy: e.UpdatedBy, History: make([]moveResponse, len(e.History)), Revoked: e.Revoked}
 	for i, m := range e.History {
@@ -51,18 +48,35 @@ func envBody(e *promptstore.Env) envResponse {
 	if out.Revoked == nil {
 		out.Revoked = []int{}
 	}
-	if e.ActiveReleaseID != "" {
-		out.Release = &releaseSummary{ID: e.ActiveReleaseID}
+	if rel != nil {
+		r := releaseBody(rel)
+		out.Release = &r
 	}
 	return out
 }
 
-// sendEnv answers with an env and its ETag, the pointer's revision.
+// activeRelease is the env's active release read from SQL, or nil.
+func (s *Server) activeRelease(ctx context.Context, e *promptstore.Env) (*release.Release, error) {
+	if e.ActiveReleaseID == "" {
+		return nil, nil
+	}
+	if s.cfg.Releases == nil {
+		return nil, errNoService
+	}
+	return s.cfg.Releases.ActiveFor(ctx, e.ActiveReleaseID)
+}
+
+// sendEnv answers with an env, its active release and its ETag, the
+// pointer's revision.
 func (s *Server) sendEnv(c echo.Context, status int, e *promptstore.Env) error {
+	rel, err := s.activeRelease(c.Request().Context(), e)
+	if err != nil {
+		return err
+	}
 	h := c.Response().Header()
 	h.Set("ETag", revisionETag(e.Revision))
 	h.Set(echo.HeaderCacheControl, "no-cache")
-	return s.send(c, status, envBody(e))
+	return s.send(c, status, envBody(e, rel))
 }
 
 func revisionETag(rev int64) string { return `"` + strconv.FormatInt(rev, 10) + `"` }
@@ -80,7 +94,8 @@ func envPath(c echo.Context) (agent, env string, err error) {
 
 // handleGetEnv: GET /v1/agents/{agent}/envs/{env}, read from SQL. An env
 // without a pointer is 404 not_found (404 agent_not_found when the agent
-// does not exist). If-None-Match with the current revision gives 304.
+// does not exist). If-None-Match with the current revision gives 304
+// unless a release is active.
 func (s *Server) handleGetEnv(c echo.Context) error {
 	agent, env, err := envPath(c)
 	if err != nil {
@@ -95,7 +110,9 @@ func (s *Server) handleGetEnv(c echo.Context) error {
 		}
 		return err
 	}
-	if etagMatches(c.Request().Header.Get("If-None-Match"), revisionETag(e.Revision)) {
+	// The ETag is the pointer's revision (what If-Match names); an active
+	// release in the body changes without it, so then the answer is full.
+	if e.ActiveReleaseID == "" && etagMatches(c.Request().Header.Get("If-None-Match"), revisionETag(e.Revision)) {
 		c.Response().Header().Set("ETag", revisionETag(e.Revision))
 		return notModified(c)
 	}
@@ -134,7 +151,7 @@ func (s *Server) handlePutEnv(c echo.Context) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	expected, viaHeader, err := precondition(c.Request(), req.ExpectedRevision)
+	expected, viaHeader, err := precondition(c.Request(), req.ExpectedRevision, true)
 	if err != nil {
 		return err
 	}
@@ -153,53 +170,4 @@ func (s *Server) handlePutEnv(c echo.Context) error {
 		status = http.StatusCreated
 	}
 	return s.sendEnv(c, status, e)
-}
-
-// precondition combines the body's expected_revision with If-Match or
-// If-None-Match: * into the expected revision (nil: none given), and says
-// whether a header gave it.
-func precondition(r *http.Request, body *int64) (*int64, bool, error) {
-	ifMatch, ifNone := r.Header.Values("If-Match"), r.Header.Values("If-None-Match")
-	var header *int64
-	switch {
-	case len(ifMatch) > 0 && len(ifNone) > 0:
-		return nil, false, invalidField("If-Match", "send If-Match or If-None-Match, not both")
-	case len(ifMatch) > 0:
-		n, ok := parseRevisionETag(ifMatch)
-		if !ok {
-			return nil, false, invalidField("If-Match", `If-Match must be one revision ETag, such as "3"`)
-		}
-		header = &n
-	case len(ifNone) > 0:
-		if len(ifNone) != 1 || ifNone[0] != "*" {
-			return nil, false, invalidField("If-None-Match", "If-None-Match must be * (create the pointer)")
-		}
-		zero := int64(0)
-		header = &zero
-	}
-	switch {
-	case header == nil:
-		return body, false, nil
-	case body != nil && *body != *header:
-		return nil, false, invalidField("expected_revision",
-			"expected_revision %d does not agree with the header's revision %d", *body, *header)
-	}
-	return header, true, nil
-}
-
-// parseRevisionETag reads If-Match: "<n>" (one strong ETag, n >= 0).
-func parseRevisionETag(vs []string) (int64, bool) {
-	if len(vs) != 1 {
-		return 0, false
-	}
-	v := vs[0]
-	if len(v) < 3 || v[0] != '"' || v[len(v)-1] != '"' {
-		return 0, false
-	}
-	digits := v[1 : len(v)-1]
-	if digits == "0" {
-		return 0, true
-	}
-	n, ok := positive(digits, 1<<53)
-	return int64(n), ok
 }

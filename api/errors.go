@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -13,6 +14,8 @@ import (
 	"github.com/promptd/promptd/internal/sqlstore"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/release"
+	"github.com/promptd/promptd/session"
 )
 
 // Error codes, the stable "code" member of problem details (API.md, Errors).
@@ -160,6 +163,9 @@ func problemFor(err error) *Error {
 		ra       *promptstore.ReleaseActive
 		header   fromHeader
 	)
+	if p := coordinationProblem(err); p != nil {
+		return p
+	}
 	switch {
 	case errors.As(err, &e):
 		return e
@@ -224,6 +230,87 @@ func problemFor(err error) *Error {
 		return &Error{Code: CodeMethodNotAllowed, Detail: "the route does not accept this method", Err: err}
 	}
 	return &Error{Code: CodeInternal, Detail: "an unexpected error occurred", Err: err}
+}
+
+// coordinationProblem maps the errors of releases, sessions and leases
+// (nil for any other error; problemFor maps those).
+func coordinationProblem(err error) *Error {
+	var (
+		e     *Error
+		relIn *release.InvalidError
+		trans *release.InvalidTransition
+		sesIn *session.InvalidError
+		rc    *session.RevisionConflict
+		sf    *session.StaleFence
+		lh    *session.LeaseHeld
+		hr    *heldResources
+		held  *locks.HeldError
+		lost  *resourcesLost
+	)
+	switch {
+	case errors.As(err, &e):
+		return nil // an *Error wrapping a domain error keeps its own code
+	case errors.As(err, &relIn):
+		return (&Error{Code: relIn.Code, Detail: relIn.Detail, Err: err}).With("field", relIn.Field)
+	case errors.As(err, &trans):
+		return (&Error{Code: "invalid_transition", Err: err, Detail: fmt.Sprintf("a release that is %s cannot %s", trans.State, trans.Action)}).
+			With("state", string(trans.State))
+	case errors.Is(err, release.ErrNotFound):
+		return &Error{Code: "release_not_found", Detail: "no such release", Err: err}
+	case errors.As(err, &sesIn):
+		return (&Error{Code: sesIn.Code, Detail: sesIn.Field + ": " + sesIn.Detail, Err: err}).With("field", sesIn.Field)
+	case errors.As(err, &rc):
+		var header fromHeader
+		if errors.As(err, &header) {
+			return (&Error{Code: CodePreconditionFailed, Err: err, Detail: fmt.Sprintf(
+				"If-Match names another revision; the current revision is %d", rc.Current)}).With("current_revision", rc.Current)
+		}
+		return (&Error{Code: "revision_conflict", Err: err, Detail: fmt.Sprintf(
+			"expected_revision is not the current revision (%d); re-read and retry", rc.Current)}).With("current_revision", rc.Current)
+	case errors.As(err, &sf):
+		return (&Error{Code: "stale_fence", Err: err, Detail: fmt.Sprintf(
+			"fence %d is not the session's current fence %d: the lease was taken over", sf.Fence, sf.Current)}).With("current_fence", sf.Current)
+	case errors.As(err, &lh):
+		return leaseHeld(err, lh.Holder, lh.ExpiresAt)
+	case errors.As(err, &hr):
+		p := leaseHeld(err, hr.held.Conflicts[0].Holder, hr.held.Conflicts[0].ExpiresAt)
+		conflicts := make([]map[string]any, len(hr.held.Conflicts))
+		for i, c := range hr.held.Conflicts {
+			conflicts[i] = map[string]any{"resource": hr.resources[c.Key], "holder": c.Holder, "expires_at": timestamp(c.ExpiresAt)}
+		}
+		return p.With("conflicts", conflicts)
+	case errors.As(err, &held) && len(held.Conflicts) > 0:
+		return leaseHeld(err, held.Conflicts[0].Holder, held.Conflicts[0].ExpiresAt)
+	case errors.As(err, &lost):
+		return (&Error{Code: "lease_lost", Err: err, Detail: "the lease no longer holds some of its resources (expired or taken over)"}).
+			With("resources", lost.resources)
+	case errors.Is(err, session.ErrLeaseLost):
+		return &Error{Code: "lease_lost", Detail: "the token is not the lease's current token (expired, released or taken over)", Err: err}
+	case errors.Is(err, session.ErrNotFound):
+		return &Error{Code: CodeSessionNotFound, Detail: "no such session", Err: err}
+	case errors.Is(err, session.ErrClosed):
+		return (&Error{Code: "session_closed", Detail: "the session is closed", Err: err}).With("state", session.Closed)
+	case errors.Is(err, session.ErrExists):
+		return &Error{Code: "session_exists", Err: err,
+			Detail: "a session with this id exists for another agent, env or user, or is closed"}
+	case errors.Is(err, session.ErrMismatch):
+		return &Error{Code: "session_mismatch", Detail: "the session belongs to another agent or env", Err: err}
+	}
+	return nil
+}
+
+// leaseHeld is 423 lease_held naming the holder and when its lease
+// expires (when known).
+func leaseHeld(err error, holder string, expires time.Time) *Error {
+	p := &Error{Code: "lease_held", Detail: "the lease is held by another holder", Err: err}
+	if holder != "" {
+		p.Detail = fmt.Sprintf("the lease is held by %q", holder)
+		p.With("holder", holder)
+	}
+	if !expires.IsZero() {
+		p.With("expires_at", timestamp(expires))
+	}
+	return p
 }
 
 // problemType is the URI prefix of the "type" member; the code completes it.

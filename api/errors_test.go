@@ -5,13 +5,17 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/promptd/promptd/api"
 	"github.com/promptd/promptd/internal/idempotency"
 	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/release"
+	"github.com/promptd/promptd/session"
 )
 
 func TestDomainErrors_mapToTheirCodes(t *testing.T) {
@@ -42,6 +46,23 @@ func TestDomainErrors_mapToTheirCodes(t *testing.T) {
 		{fmt.Errorf("x: %w", sqlstore.ErrUnavailable), 503, "store_unavailable", map[string]any{"store": "sql"}},
 		{idempotency.ErrKeyReused, 422, "idempotency_key_reused", map[string]any{"field": "Idempotency-Key"}},
 		{idempotency.ErrInProgress, 409, "idempotency_in_progress", nil},
+		{&release.InvalidError{Code: "invalid_percent", Field: "percent"}, 422, "invalid_percent", map[string]any{"field": "percent"}},
+		{&release.InvalidError{Code: "invalid_steps", Field: "steps[1].percent"}, 422, "invalid_steps", map[string]any{"field": "steps[1].percent"}},
+		{&release.InvalidError{Code: "invalid_field", Field: "candidate_version"}, 400, "invalid_field", map[string]any{"field": "candidate_version"}},
+		{&release.InvalidTransition{State: release.Promoted, Action: release.ActPause}, 409, "invalid_transition", map[string]any{"state": "promoted"}},
+		{release.ErrNotFound, 404, "release_not_found", nil},
+		{session.ErrNotFound, 404, "session_not_found", nil},
+		{session.ErrClosed, 409, "session_closed", map[string]any{"state": "closed"}},
+		{session.ErrExists, 409, "session_exists", nil},
+		{session.ErrMismatch, 409, "session_mismatch", nil},
+		{session.ErrLeaseLost, 409, "lease_lost", nil},
+		{&session.RevisionConflict{Current: 7}, 409, "revision_conflict", map[string]any{"current_revision": 7.0}},
+		{&session.StaleFence{Fence: 3, Current: 9}, 409, "stale_fence", map[string]any{"current_fence": 9.0}},
+		{&session.LeaseHeld{Holder: "w-1", ExpiresAt: time.Date(2026, 11, 29, 19, 51, 35, 123456789, time.UTC)}, 423, "lease_held",
+			map[string]any{"holder": "w-1", "expires_at": "2026-11-29T19:51:35.123Z"}},
+		{&session.InvalidError{Code: "invalid_field", Field: "turns[0].role"}, 400, "invalid_field", map[string]any{"field": "turns[0].role"}},
+		{&locks.HeldError{Conflicts: []locks.Conflict{{Key: "k", Holder: "w-2", ExpiresAt: time.Unix(0, 0)}}}, 423, "lease_held", map[string]any{"holder": "w-2"}},
+		{fmt.Errorf("renew: %w", locks.ErrUnavailable), 503, "store_unavailable", map[string]any{"store": "redis"}},
 	} {
 		path := fmt.Sprintf("/test/err/%d", i)
 		s.Echo().GET(path, func(echo.Context) error { return tc.err })

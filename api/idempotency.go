@@ -35,7 +35,8 @@ func idemOf(c echo.Context) *idemState {
 	return st
 }
 
-// idempotent wraps a POST route that creates or appends. With an
+// idempotent wraps a route that creates or appends (POST, and the state
+// entry PUT). With an
 // Idempotency-Key header, scoped to the token's name, the method and the
 // concrete path and bound to the SHA-256 of the canonical body:
 //

@@ -26,8 +26,8 @@ type promptResponse struct {
 }
 
 // resolveRequest reads and checks the caller's identifiers. A session_id
-// is answered with 404 session_not_found while promptd has no sessions
-// (no History is wired).
+// is resolved by the configured resolver (session pin first); without a
+// History (no sessions wired) it is 404 session_not_found.
 func (s *Server) resolveRequest(c echo.Context, userID, sessionID string) (promptstore.Request, error) {
 	agent, env, err := envPath(c)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/promptd/promptd/release"
 )
 
 // routes registers every route of the API. A URL in a bug report leads
@@ -19,6 +21,7 @@ func (s *Server) routes() {
 	// take an Idempotency-Key.
 	runtime, admin := []echo.MiddlewareFunc{s.require(RoleRuntime), s.domain}, []echo.MiddlewareFunc{s.require(RoleAdmin), s.domain}
 	idempotentAdmin := append(admin[:len(admin):len(admin)], s.idempotent)
+	idempotentRuntime := append(runtime[:len(runtime):len(runtime)], s.idempotent)
 	v1 := s.e.Group("/v1")
 
 	// Prompt versions.
@@ -38,6 +41,33 @@ func (s *Server) routes() {
 	v1.GET("/agents/:agent/envs/:env/prompt", s.handlePrompt, runtime...)
 	v1.POST("/agents/:agent/envs/:env/assemble", s.handleAssemble, runtime...)
 
+	// Releases.
+	v1.POST("/agents/:agent/envs/:env/releases", s.handleCreateRelease, idempotentAdmin...)
+	v1.GET("/agents/:agent/envs/:env/releases", s.handleListReleases, runtime...)
+	v1.GET("/releases/:id", s.handleGetRelease, runtime...)
+	v1.PATCH("/releases/:id", s.handlePatchRelease, admin...)
+	v1.POST("/releases/:id/pause", s.handleTransition(release.ActPause), admin...)
+	v1.POST("/releases/:id/resume", s.handleTransition(release.ActResume), admin...)
+	v1.POST("/releases/:id/promote", s.handleTransition(release.ActPromote), admin...)
+	v1.POST("/releases/:id/rollback", s.handleTransition(release.ActRollback), admin...)
+	v1.POST("/agents/:agent/envs/:env/rollback", s.handleEnvRollback, admin...)
+
+	// Sessions and their leases (lease routes take no Idempotency-Key).
+	v1.POST("/sessions", s.handleCreateSession, idempotentRuntime...)
+	v1.GET("/sessions/:id", s.handleGetSession, runtime...)
+	v1.POST("/sessions/:id/turns", s.handleAppendTurns, idempotentRuntime...)
+	v1.PUT("/sessions/:id/state/:key", s.handlePutState, idempotentRuntime...)
+	v1.GET("/sessions/:id/state", s.handleGetState, runtime...)
+	v1.POST("/sessions/:id/close", s.handleCloseSession, runtime...)
+	v1.POST("/sessions/:id/lease", s.handleAcquireSessionLease, runtime...)
+	v1.POST("/sessions/:id/lease/renew", s.handleRenewSessionLease, runtime...)
+	v1.DELETE("/sessions/:id/lease", s.handleReleaseSessionLease, runtime...)
+
+	// Generic leases on business resources.
+	v1.POST("/leases", s.handleAcquireLeases, runtime...)
+	v1.POST("/leases/:lease_id/renew", s.handleRenewLeases, runtime...)
+	v1.DELETE("/leases/:lease_id", s.handleReleaseLeases, runtime...)
+
 	// Batch import and audit.
 	v1.POST("/import", s.handleImport, idempotentAdmin...)
 	v1.GET("/audit", s.handleAudit, admin...)
@@ -56,3 +86,7 @@ func (s *Server) domain(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// errNoService: the server was built without the release or session
+// service its route needs; the route answers 500 internal.
+var errNoService = errors.New("api: the route's service is not configured")

@@ -14,6 +14,8 @@ import (
 	"github.com/promptd/promptd/internal/audit"
 	"github.com/promptd/promptd/internal/idempotency"
 	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/release"
+	"github.com/promptd/promptd/session"
 )
 
 // DefaultBodyLimit is the largest request body accepted by default (1 MiB).
@@ -45,9 +47,18 @@ type Config struct {
 	// Resolver decides who gets which version (cmd composes session pin ->
 	// release arm -> env pointer); nil means Prompts' env pointers.
 	Resolver promptstore.Resolver
-	// History supplies session turns to assemble. nil (no sessions yet):
-	// a session_id on resolve or assemble is 404 session_not_found.
+	// History supplies session turns to assemble (the session service).
+	// nil: a session_id on resolve or assemble is 404 session_not_found.
 	History promptstore.History
+	// Releases serves the release routes and the env's active release;
+	// nil: those routes answer 500 internal.
+	Releases *release.Service
+	// Sessions serves the session routes; nil: they answer 500 internal.
+	Sessions *session.Service
+	// Events receives the generic lease events (lease.acquired,
+	// lease.released, lease.renew_failed), written asynchronously; nil
+	// drops them.
+	Events *audit.Batcher
 	// Idempotency records the outcomes of requests with an
 	// Idempotency-Key; nil means a store over Prompts' database with the
 	// default TTL.

@@ -21,6 +21,8 @@ import (
 	"github.com/promptd/promptd/internal/sqlstore"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/release"
+	"github.com/promptd/promptd/session"
 )
 
 // shutdownTimeout bounds how long requests in flight may take to finish.
@@ -37,6 +39,9 @@ type Main struct {
 	locker   *locks.Manager
 	registry *prometheus.Registry
 	store    *promptstore.Store
+	events   *audit.Batcher // lease events and rejected writes, written in batches
+	releases *release.Service
+	sessions *session.Service
 	jobs     *scheduler
 	server   *api.Server
 	ln       net.Listener
@@ -52,7 +57,8 @@ func NewMain(cfg Config, log *slog.Logger) *Main {
 // start. The domain packages add theirs here.
 func migrations() []sqlstore.Migration {
 	var ms []sqlstore.Migration
-	for _, m := range [][]sqlstore.Migration{audit.Migrations(), promptstore.Migrations(), idempotency.Migrations()} {
+	for _, m := range [][]sqlstore.Migration{audit.Migrations(), promptstore.Migrations(), idempotency.Migrations(),
+		release.Migrations(), session.Migrations()} {
 		ms = append(ms, m...)
 	}
 	return ms
@@ -100,8 +106,16 @@ func (m *Main) Open(ctx context.Context) error {
 		m.Logger.Warn("repairing the Redis mirror at start failed; the reconciler will catch up", "err", err)
 	}
 	idem := idempotency.New(m.db, idempotency.Options{TTL: cfg.IdempotencyTTL})
+	m.events = audit.NewBatcher(m.db, m.store.Audit(), m.Logger, 200*time.Millisecond)
+	m.releases = release.New(release.Options{Store: m.store, Logger: m.Logger})
+	// Resolution order: session pin -> release arm -> env pointer. New
+	// sessions are pinned to what the release arm (or the pointer) gives.
+	m.sessions = session.New(session.Options{Store: m.store, Resolver: m.releases, Events: m.events,
+		IdleTTL: cfg.SessionIdleTTL, Retention: cfg.SessionRetention, Logger: m.Logger})
+	resolver := session.Resolver{S: m.sessions, Next: m.releases}
 	m.jobs = newScheduler(m.locker, keys, m.Logger)
-	scheduleJobs(m.jobs, m.store, idem, cfg.ReconcileEvery, m.Logger)
+	scheduleJobs(m.jobs, jobDeps{store: m.store, idem: idem, releases: m.releases, sessions: m.sessions},
+		cfg.ReconcileEvery, m.Logger)
 	m.jobs.start()
 
 	m.server = api.New(api.Config{
@@ -112,7 +126,11 @@ func (m *Main) Open(ctx context.Context) error {
 		MetricsToken:   cfg.MetricsToken,
 		Tokens:         tokens,
 		Prompts:        m.store,
-		Resolver:       m.store, // releases and sessions will wrap it
+		Resolver:       resolver,
+		History:        m.sessions,
+		Releases:       m.releases,
+		Sessions:       m.sessions,
+		Events:         m.events,
 		Idempotency:    idem,
 		ImportMaxBytes: cfg.ImportMaxBytes,
 	})
@@ -206,9 +224,9 @@ func (m *Main) Served() <-chan error { return m.served }
 
 // Close stops promptd in order: the server stops accepting and lets
 // requests in flight finish (at most shutdownTimeout), the scheduler stops
-// and its runs end, the store stops its event subscription, the lock
-// manager releases promptd's own leases, then Redis and SQL are closed. It
-// is safe after a failed Open.
+// and its runs end, the audit batcher writes what it queued, the store
+// stops its event subscription, the lock manager releases promptd's own
+// leases, then Redis and SQL are closed. It is safe after a failed Open.
 func (m *Main) Close(ctx context.Context) error {
 	var errs []error
 	if m.server != nil {
@@ -218,6 +236,9 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if m.jobs != nil {
 		m.jobs.stop(ctx)
+	}
+	if m.events != nil {
+		m.events.Close()
 	}
 	if m.store != nil {
 		errs = append(errs, m.store.Close())

@@ -11,11 +11,15 @@ import (
 	"github.com/promptd/promptd/internal/idempotency"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/release"
+	"github.com/promptd/promptd/session"
 )
 
 // Job periods.
 const (
 	idempotencySweepEvery = 10 * time.Minute
+	releaseStepsEvery     = time.Second // steps are due to the second
+	sessionSweepEvery     = time.Minute
 	jobTimeout            = time.Minute
 )
 
@@ -105,15 +109,45 @@ func (s *scheduler) stop(ctx context.Context) {
 	}
 }
 
+// jobDeps are the services whose jobs promptd schedules.
+type jobDeps struct {
+	store    *promptstore.Store
+	idem     *idempotency.Store
+	releases *release.Service
+	sessions *session.Service
+}
+
 // scheduleJobs registers promptd's jobs.
-func scheduleJobs(s *scheduler, store *promptstore.Store, idem *idempotency.Store, reconcileEvery time.Duration, log *slog.Logger) {
-	// The reconciler keeps this instance's caches within one period of SQL.
-	s.everyInstance("reconcile", reconcileEvery, store.Reconcile)
+func scheduleJobs(s *scheduler, d jobDeps, reconcileEvery time.Duration, log *slog.Logger) {
+	// The reconciler keeps this instance's caches (pointers, then the
+	// releases they name) within one period of SQL.
+	s.everyInstance("reconcile", reconcileEvery, func(ctx context.Context) error {
+		return errors.Join(d.store.Reconcile(ctx), d.releases.Reconcile(ctx))
+	})
 	// Expired Idempotency-Key outcomes are deleted by one replica.
 	s.singleton("idempotency-sweep", idempotencySweepEvery, func(ctx context.Context) error {
-		n, err := idem.Sweep(ctx)
+		n, err := d.idem.Sweep(ctx)
 		if n > 0 {
 			log.Info("swept expired idempotency keys", "deleted", n)
+		}
+		return err
+	})
+	// Release steps due now are applied once across replicas: RunDueSteps
+	// takes its own job lease and applies each step under the release row's
+	// revision and step conditions.
+	s.everyInstance("release-steps", releaseStepsEvery, func(ctx context.Context) error {
+		n, err := d.releases.RunDueSteps(ctx)
+		if n > 0 {
+			log.Info("applied release steps", "applied", n)
+		}
+		return err
+	})
+	// Idle sessions are closed and old closed ones deleted; Sweep takes its
+	// own job lease, so one replica runs it at a time.
+	s.everyInstance("session-sweep", sessionSweepEvery, func(ctx context.Context) error {
+		closed, deleted, err := d.sessions.Sweep(ctx)
+		if closed+deleted > 0 {
+			log.Info("swept sessions", "closed", closed, "deleted", deleted)
 		}
 		return err
 	})

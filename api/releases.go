@@ -1,0 +1,294 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/release"
+)
+
+// releaseResponse is a release as the API shows it: the release package's
+// Release with the API's times (RFC 3339 UTC, milliseconds).
+type releaseResponse struct {
+	ID               string               `json:"id"`
+	Agent            string               `json:"agent"`
+	Env              string               `json:"env"`
+	State            release.State        `json:"state"`
+	BaselineVersion  int                  `json:"baseline_version"`
+	CandidateVersion int                  `json:"candidate_version"`
+	Percent          json.Number          `json:"percent"`
+	Stickiness       string               `json:"stickiness"`
+	Steps            []release.Step       `json:"steps"`
+	StepsApplied     int                  `json:"steps_applied"`
+	NextStepAt       *timestamp           `json:"next_step_at"`
+	Revision         int64                `json:"revision"`
+	Message          string               `json:"message"`
+	CreatedBy        string               `json:"created_by"`
+	CreatedAt        timestamp            `json:"created_at"`
+	UpdatedAt        timestamp            `json:"updated_at"`
+	History          []transitionResponse `json:"history,omitempty"`
+}
+
+// transitionResponse is one entry of a release's history.
+type transitionResponse struct {
+	Revision int64         `json:"revision"`
+	Action   string        `json:"action"`
+	From     release.State `json:"from"`
+	To       release.State `json:"to"`
+	Percent  json.Number   `json:"percent"`
+	Actor    string        `json:"actor"`
+	Reason   string        `json:"reason,omitempty"`
+	At       timestamp     `json:"at"`
+}
+
+func releaseBody(r *release.Release) releaseResponse {
+	out := releaseResponse{ID: r.ID, Agent: r.Agent, Env: r.Env, State: r.State, BaselineVersion: r.BaselineVersion,
+		CandidateVersion: r.CandidateVersion, Percent: r.Percent, Stickiness: r.Stickiness, Steps: r.Steps,
+		StepsApplied: r.StepsApplied, Revision: r.Revision, Message: r.Message, CreatedBy: r.CreatedBy,
+		CreatedAt: timestamp(r.CreatedAt), UpdatedAt: timestamp(r.UpdatedAt)}
+	if out.Steps == nil {
+		out.Steps = []release.Step{}
+	}
+	if r.NextStepAt != nil {
+		t := timestamp(*r.NextStepAt)
+		out.NextStepAt = &t
+	}
+	if len(r.History) > 0 {
+		out.History = make([]transitionResponse, len(r.History))
+		for i, h := range r.History {
+			out.History[i] = transitionResponse{Revision: h.Revision, Action: h.Action, From: h.From, To: h.To,
+				Percent: h.Percent, Actor: h.Actor, Reason: h.Reason, At: timestamp(h.At)}
+		}
+	}
+	return out
+}
+
+func releaseEntity(r *release.Release) any { return releaseBody(r) }
+
+// releases is the release service, or 500 internal when none is wired.
+func (s *Server) releases() (*release.Service, error) {
+	if s.cfg.Releases == nil {
+		return nil, errNoService
+	}
+	return s.cfg.Releases, nil
+}
+
+// sendRelease answers with a release and its revision as ETag (what
+// If-Match names on PATCH and the transitions).
+func (s *Server) sendRelease(c echo.Context, status int, r *release.Release) error {
+	c.Response().Header().Set("ETag", revisionETag(r.Revision))
+	c.Response().Header().Set(echo.HeaderCacheControl, "no-cache")
+	return s.send(c, status, releaseBody(r))
+}
+
+// stepRequest is one step of a release's ramp.
+type stepRequest struct {
+	Percent json.RawMessage `json:"percent"`
+	Promote bool            `json:"promote"`
+	After   string          `json:"after"`
+}
+
+// createReleaseRequest is the body of POST .../envs/{env}/releases.
+type createReleaseRequest struct {
+	CandidateVersion *int              `json:"candidate_version"`
+	Percent          json.RawMessage   `json:"percent"`
+	Stickiness       string            `json:"stickiness"`
+	Steps            []json.RawMessage `json:"steps"`
+	Message          string            `json:"message"`
+	ExpectedRevision *int64            `json:"expected_revision"`
+
+	percent string
+	steps   []release.Step
+}
+
+func (r *createReleaseRequest) validate() error {
+	if r.CandidateVersion == nil {
+		return invalidField("candidate_version", "candidate_version is required")
+	}
+	var err error
+	if r.percent, err = decimal(r.Percent, "percent", true); err != nil {
+		return err
+	}
+	if len(r.Steps) > release.MaxSteps {
+		return Errorf(release.CodeInvalidSteps, "at most %d steps", release.MaxSteps).With("field", "steps")
+	}
+	r.steps = make([]release.Step, len(r.Steps))
+	for i, raw := range r.Steps {
+		prefix := fmt.Sprintf("steps[%d].", i)
+		var st stepRequest
+		if err := decodeObject(raw, prefix, &st); err != nil {
+			return err
+		}
+		p, err := decimal(st.Percent, prefix+"percent", false)
+		if err != nil {
+			return err
+		}
+		r.steps[i] = release.Step{Percent: json.Number(p), Promote: st.Promote, After: st.After}
+	}
+	return nil
+}
+
+// handleCreateRelease: POST /v1/agents/{agent}/envs/{env}/releases (admin,
+// Idempotency-Key). 201 with the release. The baseline is the pointer's
+// version; expected_revision (or If-Match) is the pointer's revision.
+func (s *Server) handleCreateRelease(c echo.Context) error {
+	rs, err := s.releases()
+	if err != nil {
+		return err
+	}
+	agent, env, err := envPath(c)
+	if err != nil {
+		return err
+	}
+	var req createReleaseRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	expected, viaHeader, err := precondition(c.Request(), req.ExpectedRevision, false)
+	if err != nil {
+		return err
+	}
+	ctx := onCommit(s, c, http.StatusCreated, releaseEntity)
+	rel, err := rs.Create(ctx, release.CreateInput{Agent: agent, Env: env, CandidateVersion: *req.CandidateVersion,
+		Percent: req.percent, Stickiness: req.Stickiness, Steps: req.steps, Message: req.Message, ExpectedRevision: expected})
+	if err != nil {
+		return headerErr(s.agentErr(ctx, agent, err), viaHeader)
+	}
+	return s.sendRelease(c, http.StatusCreated, rel)
+}
+
+// handleGetRelease: GET /v1/releases/{id}, with its history.
+func (s *Server) handleGetRelease(c echo.Context) error {
+	rs, err := s.releases()
+	if err != nil {
+		return err
+	}
+	id, err := param(c, "id")
+	if err != nil {
+		return err
+	}
+	rel, err := rs.Get(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return s.sendRelease(c, http.StatusOK, rel)
+}
+
+// handleListReleases: GET /v1/agents/{agent}/envs/{env}/releases, newest
+// first, without their histories.
+func (s *Server) handleListReleases(c echo.Context) error {
+	rs, err := s.releases()
+	if err != nil {
+		return err
+	}
+	agent, env, err := envPath(c)
+	if err != nil {
+		return err
+	}
+	page, err := pageOf(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	items, next, err := rs.List(ctx, agent, env, page)
+	if err != nil {
+		return err
+	}
+	if len(items) == 0 && page.Cursor == "" {
+		// An empty list of an agent that does not exist: say so.
+		if err := s.agentErr(ctx, agent, promptstore.ErrNoPointer); errors.Is(err, promptstore.ErrAgentNotFound) {
+			return err
+		}
+	}
+	out := list[releaseResponse]{Items: make([]releaseResponse, len(items)), Next: cursor(next)}
+	for i, r := range items {
+		out.Items[i] = releaseBody(r)
+	}
+	return s.send(c, http.StatusOK, out)
+}
+
+// patchReleaseRequest is the body of PATCH /v1/releases/{id}.
+type patchReleaseRequest struct {
+	Percent          json.RawMessage `json:"percent"`
+	ExpectedRevision *int64          `json:"expected_revision"`
+	Reason           string          `json:"reason"`
+
+	percent string
+}
+
+func (r *patchReleaseRequest) validate() (err error) {
+	r.percent, err = decimal(r.Percent, "percent", true)
+	return err
+}
+
+// handlePatchRelease: PATCH /v1/releases/{id} (admin) sets the percent of a
+// running or paused release, up or down, and cancels its remaining steps.
+// The release's revision is required (expected_revision or If-Match: 428
+// precondition_required without).
+func (s *Server) handlePatchRelease(c echo.Context) error {
+	rs, err := s.releases()
+	if err != nil {
+		return err
+	}
+	id, err := param(c, "id")
+	if err != nil {
+		return err
+	}
+	var req patchReleaseRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	expected, viaHeader, err := requirePrecondition(c.Request(), req.ExpectedRevision, false)
+	if err != nil {
+		return err
+	}
+	rel, err := rs.Transition(c.Request().Context(), id, release.ActPercent,
+		release.TransitionInput{ExpectedRevision: &expected, Percent: req.percent, Reason: req.Reason})
+	if err != nil {
+		return headerErr(err, viaHeader)
+	}
+	return s.sendRelease(c, http.StatusOK, rel)
+}
+
+// transitionRequest is the (optional) body of POST /v1/releases/{id}/{action}.
+type transitionRequest struct {
+	ExpectedRevision *int64 `json:"expected_revision"`
+	Reason           string `json:"reason"`
+}
+
+// handleTransition: POST /v1/releases/{id}/pause|resume|promote|rollback
+// (admin). The body (optional) names the release's revision and a reason;
+// If-Match may name the revision instead. A request for the state the
+// release is in is a 200 no-op; a move the transition table does not
+// allow is 409 invalid_transition with the release's state.
+func (s *Server) handleTransition(action release.Action) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		rs, err := s.releases()
+		if err != nil {
+			return err
+		}
+		id, err := param(c, "id")
+		if err != nil {
+			return err
+		}
+		var req transitionRequest
+		if err := decodeOptional(c, &req); err != nil {
+			return err
+		}
+		expected, viaHeader, err := precondition(c.Request(), req.ExpectedRevision, false)
+		if err != nil {
+			return err
+		}
+		rel, err := rs.Transition(c.Request().Context(), id, action,
+			release.TransitionInput{ExpectedRevision: expected, Reason: req.Reason})
+		if err != nil {
+			return headerErr(err, viaHeader)
+		}
+		return s.sendRelease(c, http.StatusOK, rel)
+	}
+}
