@@ -14,13 +14,19 @@ import (
 
 const childEnv = "PROMPTD_E2E_RUNTIME_A"
 
-// TestRuntimeA is runtime A when the test binary runs as a child process:
-// it takes the session lease over HTTP, reports it, then waits for a line
-// on stdin (the parent stops it in between) and appends with its fence.
-func TestRuntimeA(t *testing.T) {
-	if os.Getenv(childEnv) == "" {
-		t.Skip("child process of TestE2E_fencing")
+// TestMain runs runtime A instead of the tests when the test binary is
+// started as a child process.
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		runtimeA()
 	}
+	os.Exit(m.Run())
+}
+
+// runtimeA takes the session lease over HTTP, reports it, then waits for
+// a line on stdin (the parent stops it in between) and appends with its
+// fence.
+func runtimeA() {
 	url, id := os.Getenv("E2E_URL"), os.Getenv("E2E_SESSION")
 	var l struct {
 		Token string
@@ -60,7 +66,7 @@ func TestE2E_fencing_pausedRuntimeRejected(t *testing.T) {
 	seed(t, a, "chat", "prod", 1)
 	must(t, 201, "POST", a+"/v1/sessions", runtimeToken, map[string]any{"session_id": "conv-1", "agent": "chat", "env": "prod"})
 
-	child := exec.Command(os.Args[0], "-test.run=^TestRuntimeA$", "-test.count=1")
+	child := exec.Command(os.Args[0])
 	child.Env = append(os.Environ(), childEnv+"=1", "E2E_URL="+a, "E2E_SESSION=conv-1")
 	stdin, _ := child.StdinPipe()
 	stdout, _ := child.StdoutPipe()
