@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -62,13 +63,10 @@ func (s *Server) handlePrompt(c echo.Context) error {
 	if err != nil {
 		return s.agentErr(ctx, req.Agent, err)
 	}
-	body, err := encodeJSON(promptResponse{Agent: p.Agent, Env: p.Env, Version: p.Version, ContentHash: p.Snapshot.ContentHash,
-		Config: p.Snapshot.Config, Release: p.Release, Pinned: p.Pinned, RepinnedFrom: p.RepinnedFrom})
+	body, etag, err := promptBody(p)
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256(body)
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
 	h := c.Response().Header()
 	h.Set("ETag", etag)
 	h.Set(echo.HeaderCacheControl, "private, no-cache")
@@ -76,6 +74,51 @@ func (s *Server) handlePrompt(c echo.Context) error {
 		return notModified(c)
 	}
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
+}
+
+// promptBody renders the resolve answer and its ETag. It is the hot path
+// of every runtime, so the config (canonical JSON, already compact and
+// valid) is copied as stored instead of going through encoding/json, which
+// would re-validate and compact kilobytes of RawMessage on every request;
+// the bytes are those of encodeJSON(promptResponse{...}). The ETag hashes
+// every byte of the body but the config, which its content_hash (in the
+// body, and so in the hash) identifies.
+func promptBody(p *promptstore.Prompt) (body []byte, etag string, err error) {
+	trace, err := json.Marshal(p.Release)
+	if err != nil {
+		return nil, "", err
+	}
+	cfg := p.Snapshot.Config
+	b := make([]byte, 0, len(cfg)+len(trace)+256)
+	// agent and env passed the identifier rule ([A-Za-z0-9._-]) and the
+	// content hash is hex: none needs escaping.
+	b = append(b, `{"agent":"`...)
+	b = append(b, p.Agent...)
+	b = append(b, `","env":"`...)
+	b = append(b, p.Env...)
+	b = append(b, `","version":`...)
+	b = strconv.AppendInt(b, int64(p.Version), 10)
+	b = append(b, `,"content_hash":"`...)
+	b = append(b, p.Snapshot.ContentHash...)
+	b = append(b, `","config":`...)
+	head := len(b)
+	b = append(b, cfg...)
+	tail := len(b)
+	b = append(b, `,"release":`...)
+	b = append(b, trace...)
+	b = append(b, `,"pinned":`...)
+	b = strconv.AppendBool(b, p.Pinned)
+	b = append(b, `,"repinned_from":`...)
+	if p.RepinnedFrom != nil {
+		b = strconv.AppendInt(b, int64(*p.RepinnedFrom), 10)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, "}\n"...)
+	h := sha256.New()
+	h.Write(b[:head])
+	h.Write(b[tail:])
+	return b, `"` + hex.EncodeToString(h.Sum(nil)[:16]) + `"`, nil
 }
 
 // assembleRequest is the body of POST .../envs/{env}/assemble.
