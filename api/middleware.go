@@ -44,6 +44,9 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		if opsRoutes[route] && res.Status < 300 {
 			level = slog.LevelDebug
 		}
+		if !s.log.Enabled(r.Context(), level) {
+			return nil // below the log level: skip building the line
+		}
 		attrs := []slog.Attr{slog.String("method", r.Method), slog.String("route", route),
 			slog.String("path", r.URL.Path), slog.Int("status", res.Status),
 			slog.Int64("bytes", res.Size), slog.Float64("duration_ms", float64(d.Microseconds())/1000),

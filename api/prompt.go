@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -63,10 +64,13 @@ func (s *Server) handlePrompt(c echo.Context) error {
 	if err != nil {
 		return s.agentErr(ctx, req.Agent, err)
 	}
-	body, etag, err := promptBody(p)
+	buf := bodyPool.Get().(*[]byte)
+	defer bodyPool.Put(buf)
+	body, etag, err := promptBody((*buf)[:0], p)
 	if err != nil {
 		return err
 	}
+	*buf = body
 	h := c.Response().Header()
 	h.Set("ETag", etag)
 	h.Set(echo.HeaderCacheControl, "private, no-cache")
@@ -76,20 +80,22 @@ func (s *Server) handlePrompt(c echo.Context) error {
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
 }
 
-// promptBody renders the resolve answer and its ETag. It is the hot path
+// bodyPool recycles resolve bodies: c.Blob has written them when the
+// handler returns.
+var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+
+// promptBody renders the resolve answer, appended to b, and its ETag. It is the hot path
 // of every runtime, so the config (canonical JSON, already compact and
 // valid) is copied as stored instead of going through encoding/json, which
 // would re-validate and compact kilobytes of RawMessage on every request;
 // the bytes are those of encodeJSON(promptResponse{...}). The ETag hashes
 // every byte of the body but the config, which its content_hash (in the
 // body, and so in the hash) identifies.
-func promptBody(p *promptstore.Prompt) (body []byte, etag string, err error) {
+func promptBody(b []byte, p *promptstore.Prompt) (body []byte, etag string, err error) {
 	trace, err := json.Marshal(p.Release)
 	if err != nil {
 		return nil, "", err
 	}
-	cfg := p.Snapshot.Config
-	b := make([]byte, 0, len(cfg)+len(trace)+256)
 	// agent and env passed the identifier rule ([A-Za-z0-9._-]) and the
 	// content hash is hex: none needs escaping.
 	b = append(b, `{"agent":"`...)
@@ -102,7 +108,7 @@ func promptBody(p *promptstore.Prompt) (body []byte, etag string, err error) {
 	b = append(b, p.Snapshot.ContentHash...)
 	b = append(b, `","config":`...)
 	head := len(b)
-	b = append(b, cfg...)
+	b = append(b, p.Snapshot.Config...)
 	tail := len(b)
 	b = append(b, `,"release":`...)
 	b = append(b, trace...)

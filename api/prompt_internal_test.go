@@ -22,7 +22,7 @@ func TestPromptBody_equalsEncodeJSON(t *testing.T) {
 	}
 	etags := map[string]bool{}
 	for _, p := range prompts {
-		got, etag, err := promptBody(p)
+		got, etag, err := promptBody(nil, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,7 +35,7 @@ func TestPromptBody_equalsEncodeJSON(t *testing.T) {
 	}
 	p := *prompts[1]
 	p.Pinned = false
-	if _, etag, _ := promptBody(&p); etags[etag] || len(etags) != 2 {
+	if _, etag, _ := promptBody(nil, &p); etags[etag] || len(etags) != 2 {
 		t.Fatal("the ETag does not follow the body")
 	}
 }
