@@ -185,8 +185,9 @@ type closeRequest struct {
 }
 
 // handleCloseSession: POST /v1/sessions/{id}/close (runtime), under the
-// same rule as an append (revision required, fence when leased); it frees
-// the lease. 200 with the closed session.
+// same rule as an append (revision required, fence when leased); with the
+// lease's Lease-Token header it frees the lease too. 200 with the closed
+// session.
 func (s *Server) handleCloseSession(c echo.Context) error {
 	ss, err := s.sessions()
 	if err != nil {
@@ -204,7 +205,13 @@ func (s *Server) handleCloseSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sess, err := ss.Close(c.Request().Context(), id, session.WriteCondition{ExpectedRevision: &expected, Fence: req.Fence})
+	var token string
+	if len(c.Request().Header.Values(headerLeaseToken)) > 0 {
+		if token, err = leaseToken(c); err != nil {
+			return err
+		}
+	}
+	sess, err := ss.Close(c.Request().Context(), id, session.WriteCondition{ExpectedRevision: &expected, Fence: req.Fence}, token)
 	if err != nil {
 		return headerErr(err, viaHeader)
 	}

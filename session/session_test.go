@@ -226,7 +226,7 @@ func TestFencing_preemptedHolderRejected_unfencedWriterBlocked(t *testing.T) {
 		if err := w.sess.ReleaseLease(ctx, "f1", b.Token); err != nil {
 			t.Fatal(err)
 		}
-		out, err := w.sess.Close(ctx, "f1", session.WriteCondition{ExpectedRevision: rev(1)})
+		out, err := w.sess.Close(ctx, "f1", session.WriteCondition{ExpectedRevision: rev(1)}, "")
 		if err != nil || out.State != session.Closed || out.Revision != 2 {
 			t.Fatalf("close: %+v %v", out, err)
 		}
@@ -337,5 +337,25 @@ func TestTurns_historyCutKeepsToolGroups(t *testing.T) {
 		if fmt.Sprint(roles) != fmt.Sprint(want) {
 			t.Errorf("max %d: %v, want %v", max, roles, want)
 		}
+	}
+}
+
+func TestClose_withLeaseToken_freesTheLease(t *testing.T) {
+	db := testenv.OpenDB(t, sqlstore.Config{SQLitePath: t.TempDir() + "/c.db"}, migrations())
+	w := newWorld(t, db)
+	ctx := ctxT(t)
+	if _, _, err := w.sess.Create(ctx, session.CreateInput{SessionID: "c", Agent: "a", Env: "prod"}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := w.sess.AcquireLease(ctx, "c", session.LeaseInput{Holder: "A", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.sess.Close(ctx, "c", session.WriteCondition{ExpectedRevision: rev(0), Fence: &l.Fence}, l.Token); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := w.store.Keys().Session("c")
+	if _, err := w.store.Locker().Holder(ctx, key); !errors.Is(err, locks.ErrNotHeld) {
+		t.Fatalf("lease after close with its token: %v", err)
 	}
 }

@@ -313,7 +313,10 @@ func (s *Service) State(ctx context.Context, id string) (map[string]StateEntry, 
 }
 
 // Close closes a session under the write rule; it counts as a revision.
-func (s *Service) Close(ctx context.Context, id string, c WriteCondition) (*Session, error) {
+// With the lease's token (the closer holds the lease) the lease is freed
+// too, by token as always; without it a held lease runs to its TTL, but a
+// closed session accepts no write and grants no lease either way.
+func (s *Service) Close(ctx context.Context, id string, c WriteCondition, leaseToken string) (*Session, error) {
 	if err := validID("session_id", id); err != nil {
 		return nil, err
 	}
@@ -343,5 +346,10 @@ func (s *Service) Close(ctx context.Context, id string, c WriteCondition) (*Sess
 	}
 	s.pins.drop(id)
 	s.store.Bus().Publish(ctx, promptstore.Event{Kind: promptstore.KindSession, ID: id, Revision: out.Revision})
+	if leaseToken != "" {
+		// Best effort: the close is committed; a token that is no longer
+		// current frees nothing.
+		_ = s.ReleaseLease(context.WithoutCancel(ctx), id, leaseToken)
+	}
 	return out, nil
 }
