@@ -1,0 +1,100 @@
+package api_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/promptd/promptd/api"
+	"github.com/promptd/promptd/internal/audit"
+	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/release"
+	"github.com/promptd/promptd/session"
+)
+
+// fuzzRoutes are every write endpoint, with the token it needs. Agent "a"
+// has versions 1 and 2 with prod at 1; session "s" exists.
+var fuzzRoutes = []struct{ method, path, token string }{
+	{"POST", "/v1/agents/a/versions", admin},
+	{"PUT", "/v1/agents/a/envs/prod", admin},
+	{"POST", "/v1/agents/a/envs/prod/revocations", admin},
+	{"POST", "/v1/agents/a/envs/prod/rollback", admin},
+	{"POST", "/v1/agents/a/envs/prod/assemble", runtime},
+	{"POST", "/v1/import", admin},
+	{"POST", "/v1/agents/a/envs/prod/releases", admin},
+	{"PATCH", "/v1/releases/rel_0000", admin},
+	{"POST", "/v1/releases/rel_0000/pause", admin},
+	{"POST", "/v1/sessions", runtime},
+	{"POST", "/v1/sessions/s/turns", runtime},
+	{"PUT", "/v1/sessions/s/state/k", runtime},
+	{"POST", "/v1/sessions/s/close", runtime},
+	{"POST", "/v1/sessions/s/lease", runtime},
+	{"POST", "/v1/sessions/s/lease/renew", runtime},
+	{"POST", "/v1/leases", runtime},
+	{"POST", "/v1/leases/ls_b3JkZXI6MQ/renew", runtime},
+}
+
+// FuzzWriteEndpoints sends arbitrary bodies (and an arbitrary
+// If-Match/Idempotency-Key) to every write endpoint through the Echo
+// handler over a real store: never a 500, never a panic, and every error
+// is problem+json with a code.
+func FuzzWriteEndpoints(f *testing.F) {
+	seeds := []string{`{"base_version":2,"config":{"system":"x"}}`, `{"version":2,"expected_revision":1}`,
+		`{"version":2,"reason":"r"}`, `{"expected_revision":1}`, `{"variables":{"persona":"p"},"history":true}`,
+		`{"mode":"partial","items":[{"agent":"b","base_version":0,"config":{"system":"y"}}]}`,
+		`{"candidate_version":2,"percent":12.5,"steps":[{"percent":50,"after":"1h"}]}`, `{"percent":1e400,"expected_revision":1}`,
+		`{"session_id":"s2","agent":"a","env":"prod"}`, `{"expected_revision":0,"turns":[{"role":"user","content":"hi"}]}`,
+		`{"value":{"x":[1,2]},"expected_revision":0}`, `{"holder":"h","ttl_ms":1000,"mode":"preempt"}`, `{"ttl_ms":1000}`,
+		`{"resources":["order:1","machine/3"],"holder":"w","ttl_ms":1000}`, `{`, `[]`, `null`, `{"a":1,"a":2}`, "\"\xff\""}
+	for i, s := range seeds {
+		f.Add(uint8(i%len(fuzzRoutes)), s, "")
+	}
+	f.Add(uint8(1), `{"version":2}`, `"1"`)
+	db := testenv.OpenDB(f, sqlstore.Config{SQLitePath: filepath.Join(f.TempDir(), "fuzz.db")},
+		migrations())
+	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	store := promptstore.New(db, promptstore.Options{Instance: "fuzz"})
+	events := audit.NewBatcher(db, store.Audit(), logger, 50*time.Millisecond)
+	f.Cleanup(events.Close)
+	releases := release.New(release.Options{Store: store, Logger: logger})
+	sessions := session.New(session.Options{Store: store, Resolver: releases, Events: events, Logger: logger})
+	h := api.New(api.Config{Logger: logger, Tokens: testTokens, Prompts: store, Resolver: session.Resolver{S: sessions, Next: releases},
+		History: sessions, Releases: releases, Sessions: sessions, Events: events}).Handler()
+	ctx := audit.WithActor(context.Background(), "fuzz")
+	for i := 0; i < 2; i++ {
+		if _, err := store.CreateVersion(ctx, promptstore.CreateVersionInput{Agent: "a", BaseVersion: i,
+			Config: []byte(`{"system":"You are {{persona}}","variables":{"persona":{"default":"p"}}}`)}); err != nil {
+			f.Fatal(err)
+		}
+	}
+	if _, err := store.SwitchPointer(ctx, promptstore.SwitchInput{Agent: "a", Env: "prod", Version: 1, ExpectedRevision: new(int64)}); err != nil {
+		f.Fatal(err)
+	}
+	if _, _, err := sessions.Create(ctx, session.CreateInput{SessionID: "s", Agent: "a", Env: "prod"}); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, route uint8, body, ifMatch string) {
+		r := fuzzRoutes[int(route)%len(fuzzRoutes)]
+		rq := httptest.NewRequest(r.method, r.path, strings.NewReader(body))
+		rq.Header.Set("Authorization", "Bearer "+r.token)
+		rq.Header.Set("Content-Type", "application/json")
+		if ifMatch != "" && len(ifMatch) < 64 && !strings.ContainsAny(ifMatch, "\r\n\x00") {
+			rq.Header.Set("If-Match", ifMatch)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, rq)
+		if rec.Code >= 500 && rec.Code != 503 {
+			t.Fatalf("%s %s %q: %d %s", r.method, r.path, body, rec.Code, rec.Body)
+		}
+		if rec.Code >= 400 && !strings.Contains(rec.Body.String(), `"code":"`) {
+			t.Fatalf("%s %s: %d without a problem code: %s", r.method, r.path, rec.Code, rec.Body)
+		}
+	})
+}
