@@ -82,4 +82,3 @@ func ClusterClient(t testing.TB, addrs []string) *redis.ClusterClient {
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
-
