@@ -92,4 +92,3 @@ func TestAssemble_systemMessage_isByteExact(t *testing.T) {
 		problem(t, a.do("POST", path, runtime, `{"history": "yes"}`), 400, "invalid_field")
 	})
 }
-
