@@ -1,0 +1,66 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/promptd/promptd/api/client"
+)
+
+// A config's content hash, as promptd computes it: key order and
+// whitespace do not matter, numbers count as written.
+func ExampleContentHash() {
+	a, _ := client.ContentHash([]byte(`{"system": "Hi", "model": {"temperature": 0.2}}`))
+	b, _ := client.ContentHash([]byte(`{"model":{"temperature":0.2},"system":"Hi"}`))
+	c, _ := client.ContentHash([]byte(`{"model":{"temperature":0.20},"system":"Hi"}`))
+	fmt.Println(a == b, a == c)
+	fmt.Println(a)
+	// Output:
+	// true false
+	// sha256:7461c3d371cbea21d50e38b11ca51de4128d8c517805758f8adf24c900607dab
+}
+
+// Publishing from a base version: a conflict names the latest version.
+func ExampleClient_CreateVersion() {
+	c := client.New("http://127.0.0.1:8080", "admin-token")
+	_, err := c.CreateVersion(context.Background(), "support", client.CreateVersionRequest{
+		BaseVersion: 3, Config: client.PromptConfig{System: "You are helpful."}})
+	var e *client.Error
+	if errors.Is(err, client.ErrVersionConflict) && errors.As(err, &e) {
+		fmt.Printf("someone published version %d: rebase on it\n", e.LatestVersion())
+	}
+}
+
+// A runtime: prompts from an in-process cache (revalidated every 5 s,
+// the last good prompt served through an outage, never a revoked
+// version), and session writes under a lease whose loss stops the work.
+func Example_runtime() {
+	ctx := context.Background()
+	c := client.New("http://127.0.0.1:8080", "runtime-token")
+	prompts := c.NewPromptCache()
+
+	p, err := prompts.Get(ctx, "support", "prod", "user-42", "")
+	if err != nil {
+		return // promptd refused, or was never reached
+	}
+	fmt.Println("serving version", p.Version)
+
+	sess, err := c.CreateSession(ctx, client.CreateSessionRequest{Agent: "support", Env: "prod", UserID: "user-42"})
+	if err != nil {
+		return
+	}
+	held, err := c.HoldLease(ctx, sess.SessionID, "worker-1", 5*time.Second)
+	if err != nil {
+		return // errors.Is(err, client.ErrLeaseHeld): another worker has it
+	}
+	defer held.Release(context.Background())
+	// held.Context() ends if the lease is lost; the fence in the condition
+	// makes a late write fail with client.ErrStaleFence.
+	_, err = c.AppendTurns(held.Context(), sess.SessionID, held.Condition(sess.Revision),
+		client.TextTurn("user", "Where is my order?"))
+	if err != nil {
+		return
+	}
+}

@@ -1,0 +1,142 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// Release states.
+const (
+	StateRunning    = "running"
+	StatePaused     = "paused"
+	StatePromoted   = "promoted"
+	StateRolledBack = "rolled_back"
+)
+
+// Release is a grayscale release of a candidate version in an env.
+type Release struct {
+	ID               string       `json:"id"`
+	Agent            string       `json:"agent"`
+	Env              string       `json:"env"`
+	State            string       `json:"state"`
+	BaselineVersion  int          `json:"baseline_version"`
+	CandidateVersion int          `json:"candidate_version"`
+	Percent          json.Number  `json:"percent"`
+	Stickiness       string       `json:"stickiness"`
+	Steps            []Step       `json:"steps"`
+	StepsApplied     int          `json:"steps_applied"`
+	NextStepAt       *time.Time   `json:"next_step_at"`
+	Revision         int64        `json:"revision"`
+	Message          string       `json:"message"`
+	CreatedBy        string       `json:"created_by"`
+	CreatedAt        time.Time    `json:"created_at"`
+	UpdatedAt        time.Time    `json:"updated_at"`
+	History          []Transition `json:"history,omitempty"`
+}
+
+// Active reports a running or paused release.
+func (r *Release) Active() bool { return r.State == StateRunning || r.State == StatePaused }
+
+// Step is one step of a release's ramp: a percent or a promotion, After
+// (a Go duration such as "10m") counted from the previous step.
+type Step struct {
+	Percent json.Number `json:"percent,omitempty"`
+	Promote bool        `json:"promote,omitempty"`
+	After   string      `json:"after"`
+}
+
+// Transition is one entry of a release's history.
+type Transition struct {
+	Revision int64       `json:"revision"`
+	Action   string      `json:"action"`
+	From     string      `json:"from"`
+	To       string      `json:"to"`
+	Percent  json.Number `json:"percent"`
+	Actor    string      `json:"actor"`
+	Reason   string      `json:"reason,omitempty"`
+	At       time.Time   `json:"at"`
+}
+
+// CreateReleaseRequest starts a release. Percent is a decimal number with
+// at most 2 decimals, written as a string ("12.5") and sent as a JSON
+// number; ExpectedRevision, when set, is the env pointer's revision.
+type CreateReleaseRequest struct {
+	CandidateVersion int         `json:"candidate_version"`
+	Percent          json.Number `json:"percent"`
+	Stickiness       string      `json:"stickiness,omitempty"` // "user" (default) or "session"
+	Steps            []Step      `json:"steps,omitempty"`
+	Message          string      `json:"message,omitempty"`
+	ExpectedRevision *int64      `json:"expected_revision,omitempty"`
+}
+
+// CreateRelease starts a release in env (admin, idempotent): another
+// active release is ErrReleaseActive (ReleaseID names it), no pointer
+// ErrNoPointer.
+func (c *Client) CreateRelease(ctx context.Context, agent, env string, req CreateReleaseRequest) (*Release, error) {
+	var r Release
+	_, err := c.do(ctx, call{method: http.MethodPost, path: envPath(agent, env) + "/releases", body: req, idempotent: true}, &r)
+	return ret(&r, err)
+}
+
+// GetRelease reads a release with its history.
+func (c *Client) GetRelease(ctx context.Context, id string) (*Release, error) {
+	var r Release
+	_, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/releases/" + seg(id)}, &r)
+	return ret(&r, err)
+}
+
+// ListReleases lists env's releases, newest first.
+func (c *Client) ListReleases(ctx context.Context, agent, env string, o ListOptions) (*Page[Release], error) {
+	var p Page[Release]
+	_, err := c.do(ctx, call{method: http.MethodGet, path: envPath(agent, env) + "/releases", query: o.query()}, &p)
+	return ret(&p, err)
+}
+
+// SetPercent sets a running or paused release's percent (admin),
+// cancelling its remaining steps; expectedRevision is the release's.
+func (c *Client) SetPercent(ctx context.Context, id string, percent json.Number, expectedRevision int64, reason string) (*Release, error) {
+	body := map[string]any{"percent": percent, "expected_revision": expectedRevision}
+	if reason != "" {
+		body["reason"] = reason
+	}
+	var r Release
+	_, err := c.do(ctx, call{method: http.MethodPatch, path: "/v1/releases/" + seg(id), body: body}, &r)
+	return ret(&r, err)
+}
+
+// TransitionOptions are the optional members of a release transition.
+type TransitionOptions struct {
+	ExpectedRevision *int64 `json:"expected_revision,omitempty"`
+	Reason           string `json:"reason,omitempty"`
+}
+
+func (c *Client) transition(ctx context.Context, id, action string, o TransitionOptions) (*Release, error) {
+	var r Release
+	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/releases/" + seg(id) + "/" + action, body: o}, &r)
+	return ret(&r, err)
+}
+
+// Pause pauses a running release (admin); its arms stay as they are.
+// Moves the table does not allow are ErrInvalidTransition; asking for the
+// state the release is in is a no-op.
+func (c *Client) Pause(ctx context.Context, id string, o TransitionOptions) (*Release, error) {
+	return c.transition(ctx, id, "pause", o)
+}
+
+// Resume resumes a paused release (admin).
+func (c *Client) Resume(ctx context.Context, id string, o TransitionOptions) (*Release, error) {
+	return c.transition(ctx, id, "resume", o)
+}
+
+// Promote moves the env pointer to the candidate (admin).
+func (c *Client) Promote(ctx context.Context, id string, o TransitionOptions) (*Release, error) {
+	return c.transition(ctx, id, "promote", o)
+}
+
+// RollbackRelease ends the release at the baseline and revokes the
+// candidate in the env (admin).
+func (c *Client) RollbackRelease(ctx context.Context, id string, o TransitionOptions) (*Release, error) {
+	return c.transition(ctx, id, "rollback", o)
+}

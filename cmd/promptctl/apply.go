@@ -1,0 +1,339 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+
+	"github.com/promptd/promptd/api/client"
+)
+
+// Plan and result statuses of apply.
+const (
+	stCreate    = "create"    // planned: a new version will be published
+	stCreated   = "created"   // published
+	stUnchanged = "unchanged" // promptd's latest version has this content
+	stConflict  = "conflict"  // promptd's latest is not the version the lock file names
+	stInvalid   = "invalid"   // promptd refused the config
+	stFailed    = "failed"    // not attempted or not known (promptd unreachable)
+)
+
+// planItem is one agent of an apply.
+type planItem struct {
+	Agent       string `json:"agent"`
+	File        string `json:"file"`
+	Status      string `json:"status"`
+	Base        int    `json:"base_version"`         // from the lock file
+	Latest      int    `json:"latest_version"`       // promptd's, when planned
+	Version     int    `json:"version,omitempty"`    // created, or unchanged as
+	ContentHash string `json:"content_hash"`         // of the file's config
+	Detail      string `json:"detail,omitempty"`     // why a conflict or an error
+	Diff        string `json:"diff,omitempty"`       // promptd's latest -> the file
+	Env         *envSw `json:"env_switch,omitempty"` // what --env did
+	file        promptFile
+}
+
+// envSw is one env pointer switch made by --env.
+type envSw struct {
+	Env      string `json:"env"`
+	From     int    `json:"from_version"`
+	To       int    `json:"to_version"`
+	Revision int64  `json:"revision,omitempty"`
+	Result   string `json:"result"` // switched, created, already, conflict, failed
+	Detail   string `json:"detail,omitempty"`
+}
+
+type applyOpts struct {
+	path, env, message string
+	atomic, dryRun     bool
+}
+
+// runApply: promptctl apply -f DIR|FILE [--atomic] [--env ENV] [--message M] [--dry-run].
+func runApply(a *app, args []string) error {
+	var o applyOpts
+	fs := a.flags("apply")
+	fs.StringVar(&o.path, "f", "", "prompt file, or directory of prompt files (*.yaml, *.yml, *.json)")
+	fs.BoolVar(&o.atomic, "atomic", false, "publish every version through one all_or_nothing import, or none")
+	fs.StringVar(&o.env, "env", "", "then point ENV at each applied version")
+	fs.StringVar(&o.message, "message", "", "version message (a file's own message wins)")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "show the plan; change nothing")
+	if _, err := a.parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	if o.path == "" {
+		return usageError{"-f DIR|FILE is required"}
+	}
+	files, dir, err := loadPrompts(o.path)
+	if err != nil {
+		return err
+	}
+	lock, err := readLock(dir)
+	if err != nil {
+		return err
+	}
+	items, err := a.plan(files, lock)
+	if err != nil {
+		return err
+	}
+	if !o.dryRun {
+		err = a.publish(items, o)
+		for _, it := range items { // the lock file records only what promptd has
+			if it.Status == stCreated || it.Status == stUnchanged {
+				lock.Agents[it.Agent] = lockEntry{Version: it.Version, ContentHash: it.ContentHash}
+			}
+		}
+		if werr := writeLock(dir, lock); werr != nil {
+			err = errors.Join(err, fmt.Errorf("writing %s: %w", lockName, werr))
+		}
+		if err == nil && o.env != "" && !(o.atomic && count(items, stConflict) > 0) {
+			a.switchEnvs(items, o.env)
+		}
+	}
+	a.report(items, o, dir)
+	return outcome(items, err, o)
+}
+
+// plan compares each file with promptd's latest version of its agent and
+// with the lock file.
+func (a *app) plan(files []promptFile, lock *lockFile) ([]*planItem, error) {
+	agents, err := a.c.AllAgents(a.ctx)
+	if err != nil {
+		return nil, err
+	}
+	latest := map[string]client.Agent{}
+	for _, ag := range agents {
+		latest[ag.Agent] = ag
+	}
+	items := make([]*planItem, len(files))
+	for i, f := range files {
+		ag, known := latest[f.Agent]
+		it := &planItem{Agent: f.Agent, File: filepath.Base(f.Path), Base: lock.Agents[f.Agent].Version,
+			Latest: ag.LatestVersion, ContentHash: f.Hash, file: f}
+		items[i] = it
+		switch {
+		case known && ag.LatestContentHash == f.Hash:
+			it.Status, it.Version = stUnchanged, ag.LatestVersion
+		case it.Base == it.Latest:
+			it.Status = stCreate
+		default:
+			a.conflict(it, it.Latest)
+		}
+	}
+	return items, nil
+}
+
+// conflict marks it as a conflict with promptd's latest version and diffs
+// that version against the file.
+func (a *app) conflict(it *planItem, latest int) {
+	it.Status, it.Latest = stConflict, latest
+	switch {
+	case latest == 0:
+		it.Detail = fmt.Sprintf("%s names version %d of %s, but promptd has no agent %s (another --server? was its data reset?). "+
+			"Check the server; to publish the file as a new agent, remove its entry from %s.", lockName, it.Base, it.Agent, it.Agent, lockName)
+		return
+	case it.Base == 0:
+		it.Detail = fmt.Sprintf("promptd already has %s at version %d, and %s has no entry for it: nothing was published for %s. "+
+			"Review it (promptctl get %s %d); if your file should replace it, set its entry in %s to version %d and apply again.",
+			it.Agent, latest, lockName, it.Agent, it.Agent, latest, lockName, latest)
+	default:
+		by := ""
+		if v, err := a.c.GetVersion(a.ctx, it.Agent, latest); err == nil {
+			by = fmt.Sprintf(" (by %s at %s)", v.CreatedBy, when(v.CreatedAt))
+		}
+		it.Detail = fmt.Sprintf("your files were last applied as version %d, but promptd's latest version of %s is %d%s: "+
+			"someone published meanwhile, or this branch is stale. Nothing was published for %s. "+
+			"Pull/rebase your prompt files (so %s names version %d), or run `promptctl diff %s %d %d`, then apply again.",
+			it.Base, it.Agent, latest, by, it.Agent, lockName, latest, it.Agent, it.Base, latest)
+	}
+	it.Diff = a.diffLatest(it, latest)
+}
+
+// diffLatest is the unified diff from promptd's version latest to the file.
+func (a *app) diffLatest(it *planItem, latest int) string {
+	v, err := a.c.GetVersion(a.ctx, it.Agent, latest)
+	if err != nil {
+		return ""
+	}
+	local, err := client.Canonical(it.file.Config)
+	if err != nil {
+		return ""
+	}
+	lines := func(canonical []byte) []string {
+		return difflib.SplitLines(strings.TrimSuffix(string(client.Pretty(canonical)), "\n"))
+	}
+	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: lines(mustCanonical(v.Config)), B: lines(local),
+		FromFile: fmt.Sprintf("%s/v%d (promptd)", it.Agent, latest), ToFile: it.File + " (yours)", Context: 3})
+	return d
+}
+
+func mustCanonical(doc []byte) []byte {
+	c, err := client.Canonical(doc)
+	if err != nil {
+		return doc
+	}
+	return c
+}
+
+// publish creates the planned versions: one by one, or (--atomic) in one
+// all_or_nothing import, and only when nothing conflicts.
+func (a *app) publish(items []*planItem, o applyOpts) error {
+	var todo []*planItem
+	for _, it := range items {
+		if it.Status == stCreate {
+			todo = append(todo, it)
+		}
+	}
+	if len(todo) == 0 || (o.atomic && count(items, stConflict) > 0) {
+		return nil
+	}
+	if o.atomic {
+		return a.publishAtomic(todo, o)
+	}
+	for i, it := range todo {
+		v, err := a.c.CreateVersion(a.ctx, it.Agent, client.CreateVersionRequest{
+			BaseVersion: it.Base, Config: it.file.Config, Message: message(it, o)})
+		var pe *client.Error
+		switch {
+		case err == nil:
+			it.Status, it.Version = stCreated, v.Version
+		case errors.Is(err, client.ErrVersionConflict) && errors.As(err, &pe):
+			a.conflict(it, pe.LatestVersion()) // published between the plan and now
+		case errors.As(err, &pe) && pe.Status != http.StatusUnauthorized && pe.Status != http.StatusForbidden && !pe.Temporary():
+			it.Status, it.Detail = stInvalid, describe(pe)
+		default: // promptd unreachable or the token refused: stop; what was created is kept
+			for _, rest := range todo[i:] {
+				rest.Status, rest.Detail = stFailed, "not published: "+err.Error()
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *app) publishAtomic(todo []*planItem, o applyOpts) error {
+	batch := make([]client.ImportItem, len(todo))
+	for i, it := range todo {
+		batch[i] = client.ImportItem{Agent: it.Agent, BaseVersion: it.Base, Config: it.file.Config, Message: message(it, o)}
+	}
+	res, err := a.c.Import(a.ctx, client.ImportAllOrNothing, batch)
+	var pe *client.Error
+	if errors.Is(err, client.ErrImportRejected) && errors.As(err, &pe) {
+		res = pe.ImportResult()
+	} else if err != nil {
+		for _, it := range todo {
+			it.Status, it.Detail = stFailed, "not published: "+err.Error()
+		}
+		return err
+	}
+	for i, r := range res.Results {
+		it := todo[i]
+		switch r.Status {
+		case stCreated:
+			it.Status, it.Version = stCreated, r.Version
+		case stConflict:
+			a.conflict(it, r.LatestVersion)
+		case stInvalid:
+			it.Status = stInvalid
+			if r.Error != nil {
+				it.Detail = fmt.Sprintf("%s: %s", r.Error.Code, r.Error.Detail)
+			}
+		default: // not_applied: valid, but the batch was rejected
+			it.Status, it.Detail = stFailed, "not published: the batch was rejected (--atomic)"
+		}
+		if err != nil && it.Status == stCreated {
+			it.Status, it.Detail = stFailed, "not published: the batch was rejected (--atomic)"
+		}
+	}
+	return nil
+}
+
+func message(it *planItem, o applyOpts) string {
+	return orDefault(it.file.Message, orDefault(o.message, "promptctl apply "+it.File))
+}
+
+// switchEnvs points env at each applied version, with the pointer's
+// revision read just before, reporting each switch.
+func (a *app) switchEnvs(items []*planItem, env string) {
+	for _, it := range items {
+		if it.Status != stCreated && it.Status != stUnchanged {
+			continue
+		}
+		sw := &envSw{Env: env, To: it.Version}
+		it.Env = sw
+		cur, err := a.c.GetEnv(a.ctx, it.Agent, env)
+		var pe *client.Error
+		switch {
+		case err == nil:
+			sw.From, sw.Revision = cur.Version, cur.Revision
+		case errors.As(err, &pe) && pe.NotFound(): // no pointer yet: create it
+		default:
+			sw.Result, sw.Detail = stFailed, err.Error()
+			continue
+		}
+		if sw.From == sw.To {
+			sw.Result = "already"
+			continue
+		}
+		e, err := a.c.PutEnv(a.ctx, it.Agent, env, client.PutEnvRequest{Version: sw.To, ExpectedRevision: sw.Revision,
+			Reason: "promptctl apply " + it.File})
+		switch {
+		case err == nil:
+			sw.Result, sw.Revision = "switched", e.Revision
+		case errors.As(err, &pe) && isConflict(pe):
+			sw.Result, sw.Detail = stConflict, describe(pe)
+		default:
+			sw.Result, sw.Detail = stFailed, err.Error()
+		}
+	}
+}
+
+// outcome is apply's error: a conflict (exit 3), a failure (exit 1), or nil.
+func outcome(items []*planItem, err error, o applyOpts) error {
+	var conflicts, failed []string
+	for _, it := range items {
+		switch it.Status {
+		case stConflict:
+			conflicts = append(conflicts, it.Agent)
+		case stInvalid, stFailed:
+			failed = append(failed, it.Agent)
+		}
+		if it.Env != nil && it.Env.Result == stConflict {
+			conflicts = append(conflicts, it.Agent+" (env "+it.Env.Env+")")
+		}
+		if it.Env != nil && it.Env.Result == stFailed {
+			failed = append(failed, it.Agent+" (env "+it.Env.Env+")")
+		}
+	}
+	switch {
+	case err != nil:
+		return err
+	case len(conflicts) > 0:
+		what := fmt.Sprintf("%d other agent(s) applied", count(items, stCreated)+count(items, stUnchanged))
+		if o.atomic {
+			what = "nothing was published (--atomic)"
+		}
+		if o.dryRun {
+			what = "dry run: nothing was changed"
+		}
+		return conflictError{fmt.Sprintf("conflict: %s (see above); %s. Pull/rebase your prompt files (or run `promptctl diff`) and apply again.",
+			strings.Join(conflicts, ", "), what)}
+	case len(failed) > 0:
+		return fmt.Errorf("not applied: %s", strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+func count(items []*planItem, status string) int {
+	n := 0
+	for _, it := range items {
+		if it.Status == status {
+			n++
+		}
+	}
+	return n
+}
