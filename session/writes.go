@@ -115,15 +115,21 @@ func (s *Service) guard(ctx context.Context, id string, c WriteCondition) (fence
 	return 0, err
 }
 
-// conditionalTouch is the write's condition on the session row: revision
-// (when bump), fence and open state. It explains a miss.
-func (s *Service) conditionalTouch(tx *gorm.DB, id string, c WriteCondition, fence int64, set string, args ...any) error {
+// touchQuery is the write's condition on the session row: fence and open
+// state, and the revision when the write names one.
+func touchQuery(id string, c WriteCondition, fence int64, set string, args ...any) (string, []any) {
 	q := `UPDATE sessions SET ` + set + ` WHERE session_id = ? AND fence = ? AND state = 'open'`
 	args = append(args, id, fence)
 	if c.ExpectedRevision != nil {
 		q += ` AND revision = ?`
 		args = append(args, *c.ExpectedRevision)
 	}
+	return q, args
+}
+
+// conditionalTouch applies the condition with set; a miss is explained.
+func (s *Service) conditionalTouch(tx *gorm.DB, id string, c WriteCondition, fence int64, set string, args ...any) error {
+	q, args := touchQuery(id, c, fence, set, args...)
 	res := tx.Exec(q, args...)
 	if res.Error != nil {
 		return res.Error
@@ -131,6 +137,12 @@ func (s *Service) conditionalTouch(tx *gorm.DB, id string, c WriteCondition, fen
 	if res.RowsAffected == 1 {
 		return nil
 	}
+	return explainMiss(tx, id, c, fence)
+}
+
+// explainMiss says why a conditional write on the session row matched no
+// row: closed, another fence, a lease taken meanwhile, another revision.
+func explainMiss(tx *gorm.DB, id string, c WriteCondition, fence int64) error {
 	row, err := readSession(tx, id)
 	switch {
 	case err != nil:
@@ -145,6 +157,32 @@ func (s *Service) conditionalTouch(tx *gorm.DB, id string, c WriteCondition, fen
 		return &RevisionConflict{Current: row.Revision}
 	}
 	return fmt.Errorf("session: %s changed under the write", id)
+}
+
+// appendTouch is the append's conditional update; it returns the session's
+// new turn count in the same round trip (LAST_INSERT_ID on MySQL,
+// RETURNING on SQLite), so the seqs need no second read.
+func appendTouch(tx *gorm.DB, id string, c WriteCondition, fence int64, n int, ms int64) (int64, error) {
+	if sqlstore.Dialect(tx) == sqlstore.MySQL {
+		q, args := touchQuery(id, c, fence, `revision = revision + 1, turns = LAST_INSERT_ID(turns + ?), updated_at_ms = ?`, n, ms)
+		res, err := tx.Statement.ConnPool.ExecContext(tx.Statement.Context, q, args...)
+		if err != nil {
+			return 0, err
+		}
+		if rows, _ := res.RowsAffected(); rows != 1 {
+			return 0, explainMiss(tx, id, c, fence)
+		}
+		return res.LastInsertId()
+	}
+	q, args := touchQuery(id, c, fence, `revision = revision + 1, turns = turns + ?, updated_at_ms = ?`, n, ms)
+	var turns []int64
+	if err := tx.Raw(q+` RETURNING turns`, args...).Scan(&turns).Error; err != nil {
+		return 0, err
+	}
+	if len(turns) != 1 {
+		return 0, explainMiss(tx, id, c, fence)
+	}
+	return turns[0], nil
 }
 
 // Append adds turns in one transaction: the conditional update of the
@@ -168,15 +206,12 @@ func (s *Service) Append(ctx context.Context, id string, c WriteCondition, turns
 	defer cancel()
 	ms := s.o.Now().UnixMilli()
 	out, err := sqlstore.Transact(sctx, s.db, func(tx *gorm.DB) (*Appended, error) {
-		if err := s.conditionalTouch(tx, id, c, fence, `revision = revision + 1, turns = turns + ?, updated_at_ms = ?`, len(turns), ms); err != nil {
-			return nil, err
-		}
-		row, err := readSession(tx, id)
+		total, err := appendTouch(tx, id, c, fence, len(turns), ms)
 		if err != nil {
 			return nil, err
 		}
-		first := row.Turns - int64(len(turns)) + 1
-		out := &Appended{Revision: row.Revision, Seqs: make([]int64, len(turns))}
+		first := total - int64(len(turns)) + 1
+		out := &Appended{Revision: *c.ExpectedRevision + 1, Seqs: make([]int64, len(turns))}
 		args := make([]any, 0, 9*len(turns))
 		for i, t := range turns {
 			out.Seqs[i] = first + int64(i)

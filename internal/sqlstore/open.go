@@ -27,8 +27,8 @@ const (
 
 // Pool settings for MySQL. SQLite always uses one connection.
 const (
-	mysqlMaxOpenConns    = 32
-	mysqlMaxIdleConns    = 16
+	mysqlMaxOpenConns    = 64
+	mysqlMaxIdleConns    = 32
 	mysqlConnMaxLifetime = 5 * time.Minute
 	mysqlConnMaxIdleTime = time.Minute
 	mysqlDialTimeout     = 5 * time.Second
