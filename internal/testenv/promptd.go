@@ -143,8 +143,12 @@ func (p *Promptd) start() {
 	p.cmd, p.exited = cmd, exited
 	p.mu.Unlock()
 	select {
-	case p.Addr = <-addrs:
-		p.URL = "http://" + p.Addr
+	case addr := <-addrs:
+		if p.Addr == "" { // set once: tests read URL concurrently with a Restart
+			p.Addr, p.URL = addr, "http://"+addr
+		} else if addr != p.Addr {
+			p.t.Fatalf("promptd restarted on %s, not %s", addr, p.Addr)
+		}
 	case <-exited:
 		p.t.Fatalf("promptd exited before listening: %s", p.log)
 	case <-time.After(60 * time.Second):
