@@ -50,11 +50,7 @@ type renewed struct {
 // fence). The session row's fence is raised before the answer, so a former
 // holder is fenced out at once. 200 {lease_id, token, fence, expires_at}.
 func (s *Server) handleAcquireSessionLease(c echo.Context) error {
-	ss, err := s.sessions()
-	if err != nil {
-		return err
-	}
-	id, err := sessionPath(c)
+	ss, id, err := s.sessionTarget(c)
 	if err != nil {
 		return err
 	}
@@ -83,11 +79,7 @@ func (s *Server) handleAcquireSessionLease(c echo.Context) error {
 // header Lease-Token, body {ttl_ms}. 200 {expires_at}; a token that is not
 // current: 409 lease_lost.
 func (s *Server) handleRenewSessionLease(c echo.Context) error {
-	ss, err := s.sessions()
-	if err != nil {
-		return err
-	}
-	id, err := sessionPath(c)
+	ss, id, err := s.sessionTarget(c)
 	if err != nil {
 		return err
 	}
@@ -115,11 +107,7 @@ func (s *Server) handleRenewSessionLease(c echo.Context) error {
 // lease_lost when the token is not current. Another holder's lease is
 // never touched.
 func (s *Server) handleReleaseSessionLease(c echo.Context) error {
-	ss, err := s.sessions()
-	if err != nil {
-		return err
-	}
-	id, err := sessionPath(c)
+	ss, id, err := s.sessionTarget(c)
 	if err != nil {
 		return err
 	}

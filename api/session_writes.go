@@ -53,11 +53,7 @@ func appendedEntity(a *session.Appended) any { return a }
 // stale_fence); without, no lease may be held (423 lease_held). 201
 // {revision, seqs}.
 func (s *Server) handleAppendTurns(c echo.Context) error {
-	ss, err := s.sessions()
-	if err != nil {
-		return err
-	}
-	id, err := sessionPath(c)
+	ss, id, err := s.sessionTarget(c)
 	if err != nil {
 		return err
 	}
@@ -102,11 +98,7 @@ type stateWritten struct {
 // revision (expected_revision 0, or If-None-Match: *, creates it), under the
 // session's write rule. 200 {key, revision}.
 func (s *Server) handlePutState(c echo.Context) error {
-	ss, err := s.sessions()
-	if err != nil {
-		return err
-	}
-	id, err := sessionPath(c)
+	ss, id, err := s.sessionTarget(c)
 	if err != nil {
 		return err
 	}
@@ -139,11 +131,7 @@ type stateEntry struct {
 // handleGetState: GET /v1/sessions/{id}/state: every entry, {key: {value,
 // revision}}.
 func (s *Server) handleGetState(c echo.Context) error {
-	ss, err := s.sessions()
-	if err != nil {
-		return err
-	}
-	id, err := sessionPath(c)
+	ss, id, err := s.sessionTarget(c)
 	if err != nil {
 		return err
 	}

@@ -86,6 +86,17 @@ func (s *Server) sessions() (*session.Service, error) {
 // sessionPath reads the session id path parameter.
 func sessionPath(c echo.Context) (string, error) { return pathIDAs(c, "id", "session_id") }
 
+// sessionTarget is the prelude of every /v1/sessions/{id} handler: the
+// session service and the validated session id.
+func (s *Server) sessionTarget(c echo.Context) (*session.Service, string, error) {
+	ss, err := s.sessions()
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := sessionPath(c)
+	return ss, id, err
+}
+
 // createSessionRequest is the body of POST /v1/sessions.
 type createSessionRequest struct {
 	SessionID *string         `json:"session_id"`
@@ -142,11 +153,7 @@ func (s *Server) handleCreateSession(c echo.Context) error {
 // turns after seq since (oldest first, at most limit: default 50, 1..500;
 // next_since continues), its lease holder or null, and its state keys.
 func (s *Server) handleGetSession(c echo.Context) error {
-	ss, err := s.sessions()
-	if err != nil {
-		return err
-	}
-	id, err := sessionPath(c)
+	ss, id, err := s.sessionTarget(c)
 	if err != nil {
 		return err
 	}
@@ -189,11 +196,7 @@ type closeRequest struct {
 // lease's Lease-Token header it frees the lease too. 200 with the closed
 // session.
 func (s *Server) handleCloseSession(c echo.Context) error {
-	ss, err := s.sessions()
-	if err != nil {
-		return err
-	}
-	id, err := sessionPath(c)
+	ss, id, err := s.sessionTarget(c)
 	if err != nil {
 		return err
 	}
