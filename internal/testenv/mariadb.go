@@ -26,6 +26,7 @@ type MariaDB struct {
 	dir  string
 	port int
 	sock string
+	tmp  string
 	user string
 
 	mu     sync.Mutex
@@ -69,11 +70,28 @@ func StartMariaDB(t testing.TB) *MariaDB {
 			_ = os.Chown(dir, uid, gid)
 		}
 	}
-	out, err := exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+filepath.Join(dir, "data"),
-		"--user="+m.user, "--auth-root-authentication-method=normal", "--skip-test-db",
-		"--innodb-log-file-size=16M").CombinedOutput()
-	if err != nil {
-		t.Fatalf("testenv: mariadb-install-db: %v: %s", err, out)
+	// A private tmpdir: with the default /tmp, concurrent installs and
+	// servers (parallel test packages, the test script's own instance)
+	// share the directory of their internal temporary tables, and one
+	// CI run failed "Error on delete of '/tmp/#sql-temptable-...'".
+	m.tmp = filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(m.tmp, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chmod(m.tmp, 0o777)
+	var out []byte
+	for attempt := 1; ; attempt++ {
+		out, err = exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+filepath.Join(dir, "data"),
+			"--tmpdir="+m.tmp, "--user="+m.user, "--auth-root-authentication-method=normal", "--skip-test-db",
+			"--innodb-log-file-size=16M").CombinedOutput()
+		if err == nil {
+			break
+		}
+		if attempt == 2 {
+			t.Fatalf("testenv: mariadb-install-db (attempt %d): %v: %s", attempt, err, out)
+		}
+		t.Logf("testenv: mariadb-install-db failed, retrying once on a clean data directory: %v", err)
+		_ = os.RemoveAll(filepath.Join(dir, "data"))
 	}
 	m.port = FreePort(t)
 	m.Restart()
@@ -146,7 +164,7 @@ func (m *MariaDB) Restart() {
 	}
 	defer logf.Close()
 	cmd := exec.Command(m.bin, "--no-defaults", "--datadir="+filepath.Join(m.dir, "data"), "--user="+m.user,
-		"--socket="+m.sock, "--port="+strconv.Itoa(m.port), "--bind-address=127.0.0.1", "--skip-name-resolve",
+		"--tmpdir="+m.tmp, "--socket="+m.sock, "--port="+strconv.Itoa(m.port), "--bind-address=127.0.0.1", "--skip-name-resolve",
 		"--pid-file="+filepath.Join(m.dir, "mysqld.pid"), "--innodb-flush-log-at-trx-commit=1",
 		"--innodb-log-file-size=16M", "--innodb-use-native-aio=0", "--character-set-server=utf8mb4",
 		"--collation-server=utf8mb4_general_ci", "--max-connections=500")

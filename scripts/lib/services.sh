@@ -156,14 +156,16 @@ _svc_start_mysql() {
 	mariadbd=$(_svc_mariadbd) || { _svc_log "mariadbd not found"; return 1; }
 	user=$(id -un)
 	if _svc_is_root; then user=mysql; fi
-	mkdir -p "$data" "$run"
-	_svc_is_root && chown "$user": "$data" "$run"
+	mkdir -p "$data" "$run" "$run/tmp"
+	_svc_is_root && chown "$user": "$data" "$run" "$run/tmp"
 	_svc_mysql_sock=$run/mysql.sock
 
 	# --skip-test-db: no anonymous users or test database. normal root auth:
 	# root@localhost with an empty password, over the socket only.
 	# Smaller redo log than the 100 MB default: quicker to create.
-	local common=(--datadir="$data" --innodb-log-file-size=16M)
+	# A private tmpdir: the default /tmp is shared with the test suite's own
+	# MariaDB instances, whose internal temporary tables use the same names.
+	local common=(--datadir="$data" --tmpdir="$run/tmp" --innodb-log-file-size=16M)
 	if ! mariadb-install-db --no-defaults "${common[@]}" --user="$user" \
 		--auth-root-authentication-method=normal --skip-test-db \
 		>"$run/install.log" 2>&1 </dev/null; then
