@@ -82,3 +82,19 @@ func ClusterClient(t testing.TB, addrs []string) *redis.ClusterClient {
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
+
+// ClusterURL returns addrs as one Redis Cluster URL in the form of
+// redis.ParseClusterURL (promptd's PROMPTD_REDIS_URL with
+// PROMPTD_REDIS_CLUSTER=true): the first node as the host, the others as
+// addr parameters.
+func ClusterURL(addrs []string) string {
+	u := "redis://" + addrs[0]
+	for i, a := range addrs[1:] {
+		sep := "&"
+		if i == 0 {
+			sep = "?"
+		}
+		u += sep + "addr=" + a
+	}
+	return u
+}

@@ -158,3 +158,12 @@ func TestStartMariaDB_killRestart_keepsCommittedRows(t *testing.T) {
 		t.Fatalf("after kill -9 and restart: %d rows, %v", n, err)
 	}
 }
+
+func TestClusterURL_parsesBackToEveryNode(t *testing.T) {
+	addrs := []string{"127.0.0.1:7000", "127.0.0.1:7001", "127.0.0.1:7002"}
+	u := testenv.ClusterURL(addrs)
+	o, err := redis.ParseClusterURL(u)
+	if err != nil || strings.Join(o.Addrs, ",") != strings.Join(addrs, ",") {
+		t.Fatalf("ParseClusterURL(%q) = %v, %v; want %v", u, o, err, addrs)
+	}
+}
