@@ -35,7 +35,7 @@ type Main struct {
 	Logger *slog.Logger
 
 	db       *gorm.DB
-	redis    *redis.Client // nil without PROMPTD_REDIS_URL
+	redis    redis.UniversalClient // *redis.ClusterClient with PROMPTD_REDIS_CLUSTER; nil without PROMPTD_REDIS_URL
 	locker   *locks.Manager
 	registry *prometheus.Registry
 	store    *promptstore.Store
@@ -84,7 +84,7 @@ func (m *Main) Open(ctx context.Context) error {
 			return err
 		}
 		m.locker = locks.NewRedis(m.redis, locks.RedisOptions{Keys: locks.Keys{Prefix: cfg.KeyPrefix}, Timeout: cfg.RedisTimeout}, lockOpts)
-		checks.Redis = func(ctx context.Context) error { return m.redis.Ping(ctx).Err() }
+		checks.Redis = func(ctx context.Context) error { return pingRedis(ctx, m.redis) }
 	} else {
 		m.locker = locks.NewMemory(lockOpts)
 	}
@@ -94,12 +94,8 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	keys := locks.Keys{Prefix: cfg.KeyPrefix}
-	var rdb redis.UniversalClient // a nil interface without Redis, never a nil *redis.Client
-	if m.redis != nil {
-		rdb = m.redis
-	}
 	m.store = promptstore.New(m.db, promptstore.Options{
-		Locker: m.locker, Keys: keys, Redis: rdb, RedisTimeout: cfg.RedisTimeout, Instance: cfg.InstanceID,
+		Locker: m.locker, Keys: keys, Redis: m.redis, RedisTimeout: cfg.RedisTimeout, Instance: cfg.InstanceID,
 		Metrics: promptstore.NewMetrics(m.registry), Logger: m.Logger,
 	})
 	if err := m.store.RepairMirror(ctx); err != nil {
@@ -187,27 +183,55 @@ func (m *Main) openSQL(ctx context.Context) error {
 	return nil
 }
 
-// openRedis builds the client. Every call is bounded by PROMPTD_REDIS_TIMEOUT
-// (ContextTimeoutEnabled makes call deadlines bound reads too). An
-// unreachable Redis does not stop the start: promptd runs degraded.
+// openRedis builds the client: of one server, or with PROMPTD_REDIS_CLUSTER
+// of a Redis Cluster seeded by the URL's nodes. Every call is bounded by
+// PROMPTD_REDIS_TIMEOUT (ContextTimeoutEnabled makes call deadlines bound
+// reads too). An unreachable Redis does not stop the start: promptd runs
+// degraded.
 func (m *Main) openRedis(ctx context.Context) error {
-	opt, err := redis.ParseURL(m.Config.RedisURL)
-	if err != nil {
-		return errors.New("PROMPTD_REDIS_URL: invalid URL") // checked by loadConfig already
-	}
 	t := m.Config.RedisTimeout
-	opt.ContextTimeoutEnabled = true
-	opt.ReadTimeout, opt.WriteTimeout = t, t
-	opt.DialTimeout = 5 * t
-	opt.PoolTimeout = 2 * t
-	opt.MaxRetries = 1
-	m.redis = redis.NewClient(opt)
-	pctx, cancel := context.WithTimeout(ctx, opt.DialTimeout+t)
+	if m.Config.RedisCluster {
+		opt, err := redis.ParseClusterURL(m.Config.RedisURL)
+		if err != nil {
+			return errors.New("PROMPTD_REDIS_URL: invalid Redis Cluster URL") // checked by loadConfig already
+		}
+		opt.ContextTimeoutEnabled = true
+		opt.ReadTimeout, opt.WriteTimeout = t, t
+		opt.DialTimeout = 5 * t
+		opt.PoolTimeout = 2 * t
+		opt.MaxRetries = 1
+		m.redis = redis.NewClusterClient(opt)
+	} else {
+		opt, err := redis.ParseURL(m.Config.RedisURL)
+		if err != nil {
+			return errors.New("PROMPTD_REDIS_URL: invalid URL") // checked by loadConfig already
+		}
+		opt.ContextTimeoutEnabled = true
+		opt.ReadTimeout, opt.WriteTimeout = t, t
+		opt.DialTimeout = 5 * t
+		opt.PoolTimeout = 2 * t
+		opt.MaxRetries = 1
+		m.redis = redis.NewClient(opt)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 6*t)
 	defer cancel()
-	if err := m.redis.Ping(pctx).Err(); err != nil {
+	if err := pingRedis(pctx, m.redis); err != nil {
 		m.Logger.Warn("redis unreachable at start; running degraded", "err", err)
 	}
 	return nil
+}
+
+// pingRedis checks that Redis answers: the server, or every master of a
+// Redis Cluster (a master that is down takes its slots' locks and mirror
+// keys with it, so the instance is degraded; a PING to one random node
+// would say so only sometimes).
+func pingRedis(ctx context.Context, rdb redis.UniversalClient) error {
+	if c, ok := rdb.(*redis.ClusterClient); ok {
+		return c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			return node.Ping(ctx).Err()
+		})
+	}
+	return rdb.Ping(ctx).Err()
 }
 
 // Addr is the address the server listens on (with the real port when

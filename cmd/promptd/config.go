@@ -24,6 +24,7 @@ var configVars = []string{
 	"PROMPTD_DATA_DIR",
 	"PROMPTD_MYSQL_DSN",
 	"PROMPTD_REDIS_URL",
+	"PROMPTD_REDIS_CLUSTER",
 	"PROMPTD_SINGLE_INSTANCE",
 	"PROMPTD_KEY_PREFIX",
 	"PROMPTD_TOKENS",
@@ -61,6 +62,7 @@ type Config struct {
 	DataDir          string
 	MySQLDSN         string
 	RedisURL         string
+	RedisCluster     bool // RedisURL names seed nodes of a Redis Cluster
 	SingleInstance   bool
 	KeyPrefix        string
 	Tokens           []Token
@@ -84,6 +86,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		DataDir:          e.str("PROMPTD_DATA_DIR", "./data"),
 		MySQLDSN:         e.str("PROMPTD_MYSQL_DSN", ""),
 		RedisURL:         e.str("PROMPTD_REDIS_URL", ""),
+		RedisCluster:     e.boolean("PROMPTD_REDIS_CLUSTER", false),
 		SingleInstance:   e.boolean("PROMPTD_SINGLE_INSTANCE", false),
 		KeyPrefix:        e.str("PROMPTD_KEY_PREFIX", "prompt"),
 		MetricsToken:     e.str("PROMPTD_METRICS_TOKEN", ""),
@@ -104,11 +107,15 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	}
 	e.check("PROMPTD_ADDR", checkAddr(c.Addr))
 	e.check("PROMPTD_MYSQL_DSN", checkDSN(c.MySQLDSN))
-	e.check("PROMPTD_REDIS_URL", checkRedisURL(c.RedisURL))
+	e.check("PROMPTD_REDIS_URL", checkRedisURL(c.RedisURL, c.RedisCluster))
 	e.check("PROMPTD_KEY_PREFIX", checkKeyPrefix(c.KeyPrefix))
 	e.check("PROMPTD_INSTANCE_ID", checkInstanceID(c.InstanceID))
 	if c.DataDir == "" && c.MySQLDSN == "" {
 		e.check("PROMPTD_DATA_DIR", errors.New("must not be empty without PROMPTD_MYSQL_DSN"))
+	}
+	if c.RedisCluster && c.RedisURL == "" {
+		e.errs = append(e.errs, errors.New("PROMPTD_REDIS_CLUSTER is set without PROMPTD_REDIS_URL: "+
+			"name the cluster's seed nodes, e.g. redis://10.0.0.1:6379?addr=10.0.0.2:6379&addr=10.0.0.3:6379"))
 	}
 	if c.MySQLDSN != "" && c.RedisURL == "" && !c.SingleInstance {
 		e.errs = append(e.errs, errors.New("PROMPTD_MYSQL_DSN is set without PROMPTD_REDIS_URL: "+
@@ -257,16 +264,31 @@ func checkDSN(dsn string) error {
 	return nil
 }
 
-func checkRedisURL(u string) error {
+// checkRedisURL parses u as openRedis will: a single server's URL, or with
+// cluster the seed nodes of a Redis Cluster (the URL's host plus
+// ?addr=host:port&addr=...).
+func checkRedisURL(u string, cluster bool) error {
 	if u == "" {
 		return nil
 	}
-	if _, err := redis.ParseURL(u); err != nil {
+	var err error
+	if cluster {
+		_, err = redis.ParseClusterURL(u)
+	} else {
+		_, err = redis.ParseURL(u)
+	}
+	p, perr := url.Parse(u)
+	switch {
+	case perr == nil && !cluster && p.Query().Has("addr"):
+		return errors.New("addr= names Redis Cluster seed nodes: set PROMPTD_REDIS_CLUSTER=true, or drop addr=")
+	case err != nil:
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err // url.Error quotes the URL, password included
 		}
 		return fmt.Errorf("invalid Redis URL: %v", err)
+	case cluster && strings.Trim(p.Path, "/") != "" && strings.Trim(p.Path, "/") != "0":
+		return fmt.Errorf("a Redis Cluster has only database 0; the URL names database %q", strings.Trim(p.Path, "/"))
 	}
 	return nil
 }

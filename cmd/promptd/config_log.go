@@ -19,6 +19,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("data_dir", c.DataDir),
 		slog.String("mysql_dsn", redactDSN(c.MySQLDSN)),
 		slog.String("redis_url", redactURL(c.RedisURL)),
+		slog.Bool("redis_cluster", c.RedisCluster),
 		slog.Bool("single_instance", c.SingleInstance),
 		slog.String("key_prefix", c.KeyPrefix),
 		slog.Any("tokens", names),

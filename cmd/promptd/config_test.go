@@ -87,6 +87,13 @@ func TestLoadConfig_invalid(t *testing.T) {
 		{"bad addr", map[string]string{"PROMPTD_ADDR": "localhost"}, "PROMPTD_ADDR: invalid listen address"},
 		{"bad port", map[string]string{"PROMPTD_ADDR": "localhost:http-alt"}, "PROMPTD_ADDR: invalid port"},
 		{"bad redis url", map[string]string{"PROMPTD_REDIS_URL": "http://h:6379"}, "PROMPTD_REDIS_URL: invalid Redis URL"},
+		{"redis url with addr, not a cluster", map[string]string{"PROMPTD_REDIS_URL": "redis://a:6379?addr=b:6379"}, "set PROMPTD_REDIS_CLUSTER=true"},
+		{"bad cluster bool", map[string]string{"PROMPTD_REDIS_CLUSTER": "on"}, "PROMPTD_REDIS_CLUSTER: invalid boolean"},
+		{"cluster without url", map[string]string{"PROMPTD_REDIS_CLUSTER": "true"}, "PROMPTD_REDIS_CLUSTER is set without PROMPTD_REDIS_URL"},
+		{"cluster bad scheme", map[string]string{"PROMPTD_REDIS_CLUSTER": "true", "PROMPTD_REDIS_URL": "http://a:6379"}, "PROMPTD_REDIS_URL: invalid Redis URL"},
+		{"cluster bad addr", map[string]string{"PROMPTD_REDIS_CLUSTER": "true", "PROMPTD_REDIS_URL": "redis://a:6379?addr=b"}, "PROMPTD_REDIS_URL: invalid Redis URL"},
+		{"cluster unknown option", map[string]string{"PROMPTD_REDIS_CLUSTER": "true", "PROMPTD_REDIS_URL": "redis://a:6379?db=2"}, "PROMPTD_REDIS_URL: invalid Redis URL"},
+		{"cluster database", map[string]string{"PROMPTD_REDIS_CLUSTER": "true", "PROMPTD_REDIS_URL": "redis://a:6379/2"}, "only database 0"},
 		{"bad dsn", map[string]string{"PROMPTD_MYSQL_DSN": "not a dsn", "PROMPTD_TOKENS": tokens, "PROMPTD_SINGLE_INSTANCE": "true"}, "PROMPTD_MYSQL_DSN"},
 		{"prefix brace", map[string]string{"PROMPTD_KEY_PREFIX": "a{b}"}, "PROMPTD_KEY_PREFIX"},
 		{"prefix colon end", map[string]string{"PROMPTD_KEY_PREFIX": "prompt:"}, "must not start or end with ':'"},
@@ -112,6 +119,28 @@ func TestLoadConfig_invalid(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestLoadConfig_redisCluster_parsesSeedNodes(t *testing.T) {
+	for _, u := range []string{
+		"redis://:pw@10.0.0.1:7000?addr=10.0.0.2:7001&addr=10.0.0.3:7002",
+		"redis://10.0.0.1:7000/0?addr=10.0.0.2:7001",
+		"redis://10.0.0.1:7000/",
+		"rediss://cache.example:6380",
+	} {
+		c, err := loadConfig(env(map[string]string{"PROMPTD_REDIS_URL": u, "PROMPTD_REDIS_CLUSTER": "true"}))
+		if err != nil || !c.RedisCluster || c.RedisURL != u {
+			t.Errorf("%s: %+v, %v", u, c, err)
+		}
+	}
+	c, err := loadConfig(env(map[string]string{"PROMPTD_REDIS_URL": "redis://a:6379/0", "PROMPTD_REDIS_CLUSTER": "false"}))
+	if err != nil || c.RedisCluster {
+		t.Errorf("PROMPTD_REDIS_CLUSTER=false: %+v, %v", c, err)
+	}
+	c, _ = loadConfig(env(map[string]string{"PROMPTD_REDIS_URL": "redis://:pw@a:6379?addr=b:6379", "PROMPTD_REDIS_CLUSTER": "true"}))
+	if s := c.LogValue().String(); strings.Contains(s, "pw") || !strings.Contains(s, "redis_cluster=true") {
+		t.Errorf("LogValue: %s", s)
 	}
 }
 
