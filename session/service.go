@@ -204,28 +204,35 @@ func (s *Service) Get(ctx context.Context, id string, since int64, limit int) (*
 	}
 	sctx, cancel := s.sqlCtx(ctx)
 	defer cancel()
-	db := s.db.WithContext(sctx)
-	row, err := readSession(db, id)
-	if err != nil {
-		return nil, storeErr(err)
-	}
-	sess := row.session()
-	var turns []turnRow
-	if err := db.Raw(`SELECT seq, role, content, name, tool_call_id, tool_calls, metadata, created_at_ms FROM session_turns
+	// One transaction, so the row (revision, fence) and the turns are one
+	// snapshot (InnoDB's consistent read; SQLite's single connection): a
+	// reader never sees a revision with turns appended after it.
+	var row *sessionRow
+	var sess *Session
+	err := s.db.WithContext(sctx).Transaction(func(tx *gorm.DB) error {
+		var err error
+		if row, err = readSession(tx, id); err != nil {
+			return err
+		}
+		sess = row.session()
+		var turns []turnRow
+		if err := tx.Raw(`SELECT seq, role, content, name, tool_call_id, tool_calls, metadata, created_at_ms FROM session_turns
 		WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, id, since, limit+1).Scan(&turns).Error; err != nil {
-		return nil, storeErr(err)
-	}
-	if len(turns) > limit {
-		turns = turns[:limit]
-		next := turns[len(turns)-1].Seq
-		sess.NextSince = &next
-	}
-	sess.Turns = make([]Turn, len(turns))
-	for i, t := range turns {
-		sess.Turns[i] = t.turn()
-	}
-	if err := db.Raw(`SELECT state_key FROM session_state WHERE session_id = ? ORDER BY state_key`, id).Scan(&sess.StateKeys).Error; err != nil {
-		return nil, storeErr(err)
+			return err
+		}
+		if len(turns) > limit {
+			turns = turns[:limit]
+			next := turns[len(turns)-1].Seq
+			sess.NextSince = &next
+		}
+		sess.Turns = make([]Turn, len(turns))
+		for i, t := range turns {
+			sess.Turns[i] = t.turn()
+		}
+		return tx.Raw(`SELECT state_key FROM session_state WHERE session_id = ? ORDER BY state_key`, id).Scan(&sess.StateKeys).Error
+	})
+	if err != nil {
+		return nil, storeErr(sqlstore.Translate(err))
 	}
 	if sess.StateKeys == nil {
 		sess.StateKeys = []string{}
