@@ -1,0 +1,108 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// The fault suite's checkers, on hand-made histories: each must find the
+// violation it exists for, and accept the legal variant.
+
+func TestCheck_turnModel(t *testing.T) {
+	ok := op{Status: 201}
+	appendOp := func(client int, call, ret, exp int64, text string, out op) op {
+		o := out
+		o.Kind, o.Key, o.Client, o.Call, o.Ret, o.ExpRev, o.Text = kAppend, "s", client, call, ret, exp, text
+		return o
+	}
+	read := func(call, ret, rev, since int64, texts ...string) op {
+		return op{Kind: kRead, Key: "s", Client: 9, Call: call, Ret: ret, Status: 200, Rev: rev, Since: since, Texts: texts}
+	}
+	a1 := ok
+	a1.Rev, a1.Seq = 1, 1
+	cases := []struct {
+		name string
+		ops  []op
+		want porcupine.CheckResult
+	}{
+		{"two appends at revision 0 both acknowledged", []op{
+			appendOp(1, 0, 10, 0, "x", a1), appendOp(2, 20, 30, 0, "y", a1)}, porcupine.Illegal},
+		{"a read shows a turn beyond its revision (the old two-statement GET)", []op{
+			appendOp(1, 0, 10, 0, "x", a1), appendOp(2, 20, 40, 1, "y", op{Unknown: true}),
+			read(25, 30, 1, 0, "x", "y")}, porcupine.Illegal},
+		{"a read misses an acknowledged append", []op{
+			appendOp(1, 0, 10, 0, "x", a1), read(20, 30, 0, 0)}, porcupine.Illegal},
+		{"conflict reported although the revision matched", []op{
+			appendOp(1, 0, 10, 0, "x", op{Status: 409, Code: "revision_conflict"}), read(20, 30, 0, 0)}, porcupine.Illegal},
+		{"unknown outcome that did not happen", []op{
+			appendOp(1, 0, 10, 0, "x", op{Unknown: true}), read(20, 30, 0, 0),
+			appendOp(2, 40, 50, 0, "y", a1), read(60, 70, 1, 0, "y")}, porcupine.Ok},
+		{"concurrent append and read", []op{
+			appendOp(1, 0, 30, 0, "x", a1), read(10, 20, 0, 0), read(25, 35, 1, 0, "x")}, porcupine.Ok},
+	}
+	for _, c := range cases {
+		if got := checkLinearizable(turnModel, c.ops, kAppend, kRead).result; got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+func TestCheck_stateAndPointerModels(t *testing.T) {
+	put := op{Kind: kPut, Key: "s/k", Client: 1, Call: 0, Ret: 10, ExpRev: 0, Text: "a", Status: 200, Rev: 1}
+	lost := op{Kind: kSRead, Key: "s/k", Client: 2, Call: 20, Ret: 30, Status: 200}
+	if got := checkLinearizable(stateModel, []op{put, lost}, kPut, kSRead).result; got != porcupine.Illegal {
+		t.Errorf("state read after an acknowledged put sees nothing: %s", got)
+	}
+	seen := lost
+	seen.Rev, seen.Text = 1, "a"
+	if got := checkLinearizable(stateModel, []op{put, seen}, kPut, kSRead).result; got != porcupine.Ok {
+		t.Errorf("legal state history: %s", got)
+	}
+	cas := op{Kind: kCAS, Key: "a/e", Client: 1, Call: 0, Ret: 10, ExpRev: 1, Version: 3, Status: 200, Rev: 2}
+	stale := op{Kind: kPRead, Key: "a/e", Client: 2, Call: 20, Ret: 30, Status: 200, Rev: 1, Version: 1}
+	if got := checkLinearizable(pointerModel, []op{cas, stale}, kCAS, kPRead).result; got != porcupine.Illegal {
+		t.Errorf("SQL pointer read older than an acknowledged move: %s", got)
+	}
+}
+
+func TestCheck_fences(t *testing.T) {
+	g := func(key string, call, ret, fence int64) op {
+		return op{Kind: kGrant, Key: key, Call: call, Ret: ret, Fence: fence, Status: 200}
+	}
+	if n, _ := fenceRegressions([]op{g("s", 0, 10, 5), g("s", 20, 30, 4)}); n != 1 {
+		t.Errorf("a later grant with a lower fence: %d regressions", n)
+	}
+	if n, _ := fenceRegressions([]op{g("s", 0, 10, 5), g("s", 20, 30, 5)}); n != 1 {
+		t.Errorf("a later grant with the same fence: %d regressions", n)
+	}
+	if n, _ := fenceRegressions([]op{g("s", 0, 30, 5), g("s", 10, 20, 4), g("t", 40, 50, 1)}); n != 0 {
+		t.Errorf("concurrent grants, and another key: %d regressions", n)
+	}
+	w := op{Kind: kAppend, Key: "s", Call: 20, Ret: 30, Fence: 5, Status: 201}
+	if n, _ := staleFenceAccepted([]op{g("s", 0, 10, 6), w}); n != 1 {
+		t.Errorf("write with fence 5 after fence 6 was granted: %d accepted", n)
+	}
+	if n, _ := staleFenceAccepted([]op{g("s", 0, 25, 6), w}); n != 0 {
+		t.Errorf("grant concurrent with the write: %d", n)
+	}
+}
+
+func TestCheck_staleness(t *testing.T) {
+	s := int64(time.Second)
+	cas := op{Kind: kCAS, Key: "a/e", Call: 0, Ret: s, ExpRev: 1, Version: 3, Status: 200, Rev: 2}
+	res := func(call int64, version int, ryw int64) op {
+		return op{Kind: kResolve, Key: "a/e", Call: call, Ret: call + 1, Version: version, RYW: ryw, Status: 200}
+	}
+	worst, over, ryw, n := staleness([]op{cas, res(6*s, 1, 0), res(2*s, 3, 2), res(s+1, 1, 2)}, "a/e", 3*time.Second)
+	if n != 3 || over != 1 || ryw != 1 || worst < 5*time.Second {
+		t.Errorf("worst %v, over %d, ryw %d, checked %d; want >= 5s, 1, 1, 3", worst, over, ryw, n)
+	}
+	if _, over, _, _ := staleness([]op{cas, res(s+s/2, 1, 0)}, "a/e", 3*time.Second); over != 0 {
+		t.Errorf("half a second behind counted over a 3 s bound")
+	}
+	if _, over, _, _ := staleness([]op{cas, res(2*s, 4, 0)}, "a/e", 3*time.Second); over != 1 {
+		t.Errorf("a version never written was explained")
+	}
+}
