@@ -61,7 +61,10 @@ func runtimeA() {
 // fence condition, is locks.TestFencing_pausedHolder_lateWriteRejected's
 // "unfenced" case: there the stale write overwrites B's.)
 func TestE2E_fencing_pausedRuntimeRejected(t *testing.T) {
-	c := startCluster(t, 2, nil)
+	onEachBackend(t, 2, fencingPausedRuntime)
+}
+
+func fencingPausedRuntime(t *testing.T, c *cluster) {
 	a, b := c.nodes[0].URL, c.nodes[1].URL
 	seed(t, a, "chat", "prod", 1)
 	must(t, 201, "POST", a+"/v1/sessions", runtimeToken, map[string]any{"session_id": "conv-1", "agent": "chat", "env": "prod"})

@@ -2,12 +2,16 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/promptd/promptd/internal/testenv"
 )
@@ -74,25 +78,81 @@ func must(t testing.TB, want int, method, url, token string, body any, hdr ...st
 }
 
 // cluster is n promptd processes on one MariaDB database and one Redis.
+// redis is the private redis-server of startCluster, which a test may
+// stop or kill; on a Redis Cluster it is nil and redisCluster is a client
+// of the cluster.
 type cluster struct {
-	nodes []*testenv.Promptd
-	redis *testenv.RedisServer
+	nodes        []*testenv.Promptd
+	redis        *testenv.RedisServer
+	redisCluster *redis.ClusterClient
 }
 
 func startCluster(t *testing.T, n int, extra map[string]string) *cluster {
 	t.Helper()
-	dsn := testenv.MySQLDSN(t)
 	srv := testenv.StartRedis(t)
-	c := &cluster{redis: srv}
+	c := startClusterOn(t, n, extra, srv.URL(), false)
+	c.redis = srv
+	return c
+}
+
+// startClusterOn starts n promptd processes on a fresh MariaDB database
+// and the Redis at redisURL; with clusterMode, redisURL names the seed
+// nodes of a Redis Cluster (PROMPTD_REDIS_CLUSTER=true).
+func startClusterOn(t *testing.T, n int, extra map[string]string, redisURL string, clusterMode bool) *cluster {
+	t.Helper()
+	dsn := testenv.MySQLDSN(t)
+	c := &cluster{}
 	for i := 0; i < n; i++ {
-		vars := map[string]string{"PROMPTD_MYSQL_DSN": dsn, "PROMPTD_REDIS_URL": srv.URL(), "PROMPTD_TOKENS": tokens,
+		vars := map[string]string{"PROMPTD_MYSQL_DSN": dsn, "PROMPTD_REDIS_URL": redisURL, "PROMPTD_TOKENS": tokens,
 			"PROMPTD_INSTANCE_ID": fmt.Sprint("node-", i), "PROMPTD_RECONCILE_EVERY": "1s"}
+		if clusterMode {
+			vars["PROMPTD_REDIS_CLUSTER"] = "true"
+		}
 		for k, v := range extra {
 			vars[k] = v
 		}
 		c.nodes = append(c.nodes, testenv.StartPromptd(t, vars))
 	}
 	return c
+}
+
+// onEachBackend runs test as two subtests: "redis", n promptd processes on
+// a private redis-server (c.redis set), and "redis-cluster", n on a
+// private three-master Redis Cluster (c.redis nil), where every lock,
+// fence and mirror key lives on the master its hash tag picks and P:events
+// is broadcast between the masters. Steps that stop or kill Redis run on
+// the single server only.
+func onEachBackend(t *testing.T, n int, test func(t *testing.T, c *cluster)) {
+	t.Run("redis", func(t *testing.T) { test(t, startCluster(t, n, nil)) })
+	t.Run("redis-cluster", func(t *testing.T) {
+		addrs := testenv.StartRedisCluster(t)
+		c := startClusterOn(t, n, nil, testenv.ClusterURL(addrs), true)
+		c.redisCluster = testenv.ClusterClient(t, addrs)
+		test(t, c)
+		logKeySpread(t, c.redisCluster)
+	})
+}
+
+// logKeySpread logs how many keys each master of the Redis Cluster holds
+// and fails the test if promptd wrote none: the cluster was not used.
+func logKeySpread(t *testing.T, rc *redis.ClusterClient) {
+	t.Helper()
+	var mu sync.Mutex
+	spread := map[string]int64{}
+	var total int64
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := rc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		n, err := node.DBSize(ctx).Result()
+		mu.Lock()
+		spread[node.Options().Addr], total = n, total+n
+		mu.Unlock()
+		return err
+	})
+	if err != nil || total == 0 {
+		t.Fatalf("keys per Redis Cluster master: %v (%v); promptd wrote none", spread, err)
+	}
+	t.Logf("keys per Redis Cluster master: %v", spread)
 }
 
 // seed publishes n versions of agent and points env at version 1.

@@ -13,7 +13,10 @@ import (
 // while a release runs at 50 %; after the rollback call returns, how long
 // until no instance serves the candidate, and no request fails.
 func TestE2E_rollbackUnderLoad_allInstancesLeaveTheCandidate(t *testing.T) {
-	c := startCluster(t, 3, nil)
+	onEachBackend(t, 3, rollbackUnderLoad)
+}
+
+func rollbackUnderLoad(t *testing.T, c *cluster) {
 	a := c.nodes[0].URL
 	const cycles = 15
 	seed(t, a, "shop", "prod", cycles+1)

@@ -22,7 +22,10 @@ func newKey() string {
 // acknowledged appends, no duplicate, seqs contiguous; then the same with a
 // lease (wait mode) per write.
 func TestE2E_doubleTexting_fiftyWriters(t *testing.T) {
-	c := startCluster(t, 3, nil)
+	onEachBackend(t, 3, doubleTexting)
+}
+
+func doubleTexting(t *testing.T, c *cluster) {
 	a := c.nodes[0].URL
 	seed(t, a, "chat", "prod", 1)
 	for _, mode := range []string{"optimistic", "lease"} {
@@ -122,7 +125,10 @@ func TestE2E_doubleTexting_fiftyWriters(t *testing.T) {
 // {machine:3, order:1} 1,000 times each through two instances: no
 // deadlock, never both inside, all complete.
 func TestE2E_genericLeases_oppositeOrders(t *testing.T) {
-	c := startCluster(t, 2, nil)
+	onEachBackend(t, 2, genericLeasesOppositeOrders)
+}
+
+func genericLeasesOppositeOrders(t *testing.T, c *cluster) {
 	var inside, maxInside int
 	var mu sync.Mutex
 	var wg sync.WaitGroup
