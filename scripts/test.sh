@@ -47,10 +47,19 @@ run() {
 
 section "services"
 start_services
+# The fault suite (internal/e2e TestFaults) writes its table here.
+export PROMPTD_FAULTS_REPORT=$PROMPTD_SERVICES_DIR/faults.md
+print_faults() {
+	if [ -s "$PROMPTD_FAULTS_REPORT" ]; then
+		section "fault suite table"
+		cat "$PROMPTD_FAULTS_REPORT"
+	fi
+}
 
 if [ $# -gt 0 ]; then
 	section "go test -race $*"
 	run go test -race -count=1 -timeout 25m "$@"
+	print_faults
 	exit 0
 fi
 
@@ -67,6 +76,7 @@ run go vet ./...
 
 section "go test -race ./..."
 run go test -race -count=1 -timeout 25m ./...
+print_faults
 
 section "fuzz: every target briefly (FUZZTIME=${FUZZTIME:-5s})"
 for pkg in $(go list ./...); do

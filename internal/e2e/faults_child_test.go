@@ -54,6 +54,9 @@ type leaseClient struct {
 	stdin io.WriteCloser
 	done  chan struct{}
 	ops   int
+	// granted gets a value (without blocking) each time the client
+	// reports a lease grant.
+	granted chan struct{}
 }
 
 // startLeaseClient starts the child on session id; its ops go to h with
@@ -68,7 +71,7 @@ func startLeaseClient(t *testing.T, nodes []string, id string, h *history) *leas
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &leaseClient{cmd: cmd, stdin: stdin, done: make(chan struct{})}
+	c := &leaseClient{cmd: cmd, stdin: stdin, done: make(chan struct{}), granted: make(chan struct{}, 1)}
 	go func() {
 		defer close(c.done)
 		sc := bufio.NewScanner(stdout)
@@ -86,13 +89,34 @@ func startLeaseClient(t *testing.T, nodes []string, id string, h *history) *leas
 			o.Client += 10000
 			h.add(o)
 			c.ops++
+			if o.Kind == kGrant && o.ok() {
+				select {
+				case c.granted <- struct{}{}:
+				default:
+				}
+			}
 		}
 	}()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return c
 }
 
-func (c *leaseClient) pause()  { _ = c.cmd.Process.Signal(syscall.SIGSTOP) }
+func (c *leaseClient) pause() { _ = c.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// pauseHolding stops the client right after it reports a new grant (it is
+// then holding the lease and about to write), or after 5 s regardless.
+func (c *leaseClient) pauseHolding(t *testing.T) {
+	select {
+	case <-c.granted: // an old report
+	default:
+	}
+	select {
+	case <-c.granted:
+	case <-time.After(5 * time.Second):
+		t.Errorf("the lease client reported no grant within 5 s")
+	}
+	c.pause()
+}
 func (c *leaseClient) resume() { _ = c.cmd.Process.Signal(syscall.SIGCONT) }
 
 // stop closes its stdin and waits for its last op (killing it after 10 s).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -88,48 +89,49 @@ func drop(t *testing.T, p *toxiproxy.Proxy, d time.Duration) {
 type fault struct {
 	name   string
 	redis  bool // a Redis-side fault: resolve availability must be 100 %
+	client bool // the lease client is paused: its late writes must meet stale_fence
 	inject func(t *testing.T, c *faultCluster, child *leaseClient)
 }
 
 var faults = []fault{
-	{"redis SIGSTOP 2s (> lease TTLs)", true, func(t *testing.T, c *faultCluster, _ *leaseClient) {
+	{"redis SIGSTOP 2s (> lease TTLs)", true, false, func(t *testing.T, c *faultCluster, _ *leaseClient) {
 		c.redis.Pause()
 		time.Sleep(2 * time.Second)
 		c.redis.Resume()
 	}},
-	{"redis kill -9, restart empty", true, func(t *testing.T, c *faultCluster, _ *leaseClient) {
+	{"redis kill -9, restart empty", true, false, func(t *testing.T, c *faultCluster, _ *leaseClient) {
 		c.redis.Kill()
 		time.Sleep(time.Second)
 		c.redis.Restart()
 	}},
-	{"redis +300ms latency 2s", true, func(t *testing.T, c *faultCluster, _ *leaseClient) {
+	{"redis +300ms latency 2s", true, false, func(t *testing.T, c *faultCluster, _ *leaseClient) {
 		toxic(t, c.redisProxy, 2*time.Second, `{"name":"fault","type":"latency","stream":"downstream","attributes":{"latency":300}}`)
 	}},
-	{"redis connections dropped 1.5s", true, func(t *testing.T, c *faultCluster, _ *leaseClient) {
+	{"redis connections dropped 1.5s", true, false, func(t *testing.T, c *faultCluster, _ *leaseClient) {
 		drop(t, c.redisProxy, 1500*time.Millisecond)
 	}},
-	{"mariadb SIGSTOP 2s", false, func(t *testing.T, c *faultCluster, _ *leaseClient) {
+	{"mariadb SIGSTOP 2s", false, false, func(t *testing.T, c *faultCluster, _ *leaseClient) {
 		c.db.Pause()
 		time.Sleep(2 * time.Second)
 		c.db.Resume()
 	}},
-	{"mariadb kill -9, restart", false, func(t *testing.T, c *faultCluster, _ *leaseClient) {
+	{"mariadb kill -9, restart", false, false, func(t *testing.T, c *faultCluster, _ *leaseClient) {
 		c.db.Kill()
 		c.db.Restart()
 	}},
-	{"mariadb +200ms latency 2s", false, func(t *testing.T, c *faultCluster, _ *leaseClient) {
+	{"mariadb +200ms latency 2s", false, false, func(t *testing.T, c *faultCluster, _ *leaseClient) {
 		toxic(t, c.dbProxy, 2*time.Second, `{"name":"fault","type":"latency","stream":"downstream","attributes":{"latency":200}}`)
 	}},
-	{"mariadb connections dropped 1.5s", false, func(t *testing.T, c *faultCluster, _ *leaseClient) {
+	{"mariadb connections dropped 1.5s", false, false, func(t *testing.T, c *faultCluster, _ *leaseClient) {
 		drop(t, c.dbProxy, 1500*time.Millisecond)
 	}},
-	{"promptd kill -9 mid-writes, restart", false, func(t *testing.T, c *faultCluster, _ *leaseClient) {
+	{"promptd kill -9 mid-writes, restart", false, false, func(t *testing.T, c *faultCluster, _ *leaseClient) {
 		c.nodes[1].Kill()
 		time.Sleep(time.Second)
 		c.nodes[1].Restart()
 	}},
-	{"lease-holding client SIGSTOP 2s (> 1s TTL)", true, func(t *testing.T, c *faultCluster, child *leaseClient) {
-		child.pause()
+	{"lease-holding client SIGSTOP 2s (> 1s TTL)", true, true, func(t *testing.T, c *faultCluster, child *leaseClient) {
+		child.pauseHolding(t)
 		time.Sleep(2 * time.Second)
 		child.resume()
 	}},
@@ -146,7 +148,7 @@ type faultRow struct {
 	overBound, ryw, rywChecked         int
 	availOK, availN, allOK, allN       int
 	okN, rejectedN, unknownN, childOps int
-	grants                             int
+	staleRejected, clientStale         int
 	examples                           []string
 }
 
@@ -156,22 +158,22 @@ type faultRow struct {
 // env pointers linearizable (porcupine), resolve bounded-stale and
 // read-your-writes, no 500, resolve availability during the fault.
 func TestFaults(t *testing.T) {
+	rounds := 1 // scripts/faults.sh sets more
+	if v := os.Getenv("PROMPTD_FAULT_ROUNDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("PROMPTD_FAULT_ROUNDS=%q: want a positive integer", v)
+		}
+		rounds = n
+	}
 	var rows []faultRow
-	for _, f := range faults {
-		t.Run(f.name, func(t *testing.T) {
-			row := runFault(t, f)
-			rows = append(rows, row)
-			if row.lost != 0 || row.stale != 0 || row.regress != 0 || !row.linOK || row.overBound != 0 || row.ryw != 0 || row.fivexx != 0 {
-				t.Errorf("%s: %+v", f.name, row)
+	for round := 1; round <= rounds; round++ {
+		for _, f := range faults {
+			if rounds > 1 {
+				f.name = fmt.Sprintf("%s, round %d", f.name, round)
 			}
-			avail := 100 * float64(row.availOK) / float64(max(row.availN, 1))
-			if row.availN == 0 || avail < 99.9 || (f.redis && row.availOK != row.availN) {
-				t.Errorf("resolve availability during the fault: %d of %d", row.availOK, row.availN)
-			}
-			for _, e := range row.examples {
-				t.Log(e)
-			}
-		})
+			runOne(t, f, &rows)
+		}
 	}
 	table := faultTable(rows)
 	t.Log("\n" + table)
@@ -182,18 +184,35 @@ func TestFaults(t *testing.T) {
 	}
 }
 
+func runOne(t *testing.T, f fault, rows *[]faultRow) {
+	t.Run(f.name, func(t *testing.T) {
+		row := runFault(t, f)
+		*rows = append(*rows, row)
+		if row.lost != 0 || row.stale != 0 || row.regress != 0 || !row.linOK || row.overBound != 0 || row.ryw != 0 || row.fivexx != 0 {
+			t.Errorf("%s: %+v", f.name, row)
+		}
+		avail := 100 * float64(row.availOK) / float64(max(row.availN, 1))
+		if row.availN == 0 || avail < 99.9 || (f.redis && row.availOK != row.availN) {
+			t.Errorf("resolve availability during the fault: %d of %d", row.availOK, row.availN)
+		}
+		for _, e := range row.examples {
+			t.Log(e)
+		}
+	})
+}
+
 func faultTable(rows []faultRow) string {
 	var b strings.Builder
-	b.WriteString("| fault | acknowledged writes | lost | stale-fence accepted | fence regressions | linearizable (partitions/ops) | resolve lag max (> 3 s) | read-your-writes misses | 500s | resolve availability during fault | all resolves | writes ok/rejected/unknown |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| fault | acknowledged writes | lost | stale-fence accepted | fence regressions | linearizable (partitions/ops) | resolve lag max (> 3 s) | read-your-writes misses | stale_fence rejections (paused client's) | 500s | resolve availability during fault | all resolves | writes ok/rejected/unknown |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		var acked []string
 		for _, k := range []string{"versions", "releases", "turns", "fenced turns", "state", "pointer", "grants"} {
 			acked = append(acked, fmt.Sprintf("%d %s", r.acked[k], k))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %s | %v (%d) | %d of %d | %d | %.2f%% of %d | %.2f%% of %d | %d/%d/%d |\n",
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %s | %v (%d) | %d of %d | %d (%d) | %d | %.2f%% of %d | %.2f%% of %d | %d/%d/%d |\n",
 			r.name, strings.Join(acked, ", "), r.lost, r.stale, r.regress, strings.Join(r.lin, "; "),
-			r.worstLag, r.overBound, r.ryw, r.rywChecked, r.fivexx,
+			r.worstLag, r.overBound, r.ryw, r.rywChecked, r.staleRejected, r.clientStale, r.fivexx,
 			100*float64(r.availOK)/float64(max(r.availN, 1)), r.availN,
 			100*float64(r.allOK)/float64(max(r.allN, 1)), r.allN, r.okN, r.rejectedN, r.unknownN)
 	}
@@ -362,6 +381,14 @@ func runFault(t *testing.T, f fault) faultRow {
 
 	row.worstLag, row.overBound, row.ryw, _ = staleness(ops, "ptr/prod", 3*time.Second)
 	for _, o := range ops {
+		if o.Code == "stale_fence" {
+			row.staleRejected++
+			if o.Client >= 10000 && o.Call >= faultStart {
+				row.clientStale++
+			}
+		}
+	}
+	for _, o := range ops {
 		switch {
 		case o.Kind == kHTTP500:
 			row.fivexx++
@@ -396,6 +423,9 @@ func runFault(t *testing.T, f fault) faultRow {
 		}
 	}
 	row.rywChecked = rywOps
+	if f.client && row.clientStale == 0 {
+		t.Errorf("the paused lease client's late writes met no stale_fence")
+	}
 	if row.childOps == 0 {
 		t.Errorf("the lease-holding client process recorded no ops")
 	}
