@@ -113,11 +113,14 @@ func (b *MemoryBackend) Release(ctx context.Context, key, token, nonce string) (
 		b.mu.Unlock()
 		return false, ErrLeaseLost
 	}
+	if nonce != "" && e.nonce == nonce {
+		// a retried release whose first attempt already counted
+		b.mu.Unlock()
+		return false, nil
+	}
 	if e.count > 1 {
-		if e.nonce != nonce {
-			e.count--
-			e.nonce = nonce
-		}
+		e.count--
+		e.nonce = nonce
 		b.mu.Unlock()
 		return false, nil
 	}

@@ -187,6 +187,36 @@ func runSuite(t *testing.T, mk func(t *testing.T, prefix string) (locks.Backend,
 		}
 	})
 
+	t.Run("RetriedReentryAndRelease_countOnce", func(t *testing.T) {
+		w := w(t)
+		k := w.key(t, "r1")
+		b := w.a.Backend()
+		req := locks.Request{Token: locks.NewToken(), Holder: "h", TTL: time.Second}
+		first, err := b.Acquire(ctxT(t), k, req)
+		if err != nil || first.Count != 1 {
+			t.Fatalf("acquire: %+v %v", first, err)
+		}
+		re := req
+		re.Mode, re.Nonce = locks.ModeReenter, "n-1"
+		for i := 0; i < 2; i++ { // the second is a retry with the same nonce
+			g, err := b.Acquire(ctxT(t), k, re)
+			if err != nil || g.Count != 2 || g.Fence != first.Fence {
+				t.Fatalf("re-entry %d: %+v %v", i, g, err)
+			}
+		}
+		for i := 0; i < 2; i++ {
+			if freed, err := b.Release(ctxT(t), k, req.Token, "n-2"); err != nil || freed {
+				t.Fatalf("release %d of two holds: freed=%v %v", i, freed, err)
+			}
+		}
+		if info, err := b.Holder(ctxT(t), k); err != nil || info.Count != 1 {
+			t.Fatalf("after a retried release: %+v %v", info, err)
+		}
+		if freed, err := b.Release(ctxT(t), k, req.Token, "n-3"); err != nil || !freed {
+			t.Fatalf("last release: freed=%v %v", freed, err)
+		}
+	})
+
 	t.Run("Holder_reportsNameFenceSinceAndExpiry", func(t *testing.T) {
 		w := w(t)
 		k := w.key(t, "r1")
