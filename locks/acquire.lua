@@ -1,48 +1,76 @@
--- Grants a lease. KEYS[1]: lock key (a hash), KEYS[2]: its fence counter, in
--- the same hash tag. ARGV: token, ttl ms, holder, mode ("acquire", "preempt",
--- "reenter"), min fence, nonce.
--- Reply: {status, token, holder, fence, since ms, ttl ms, count}
---   status 1: granted; 2: this token already holds it (a retried call or a
---   re-entry: same grant); 3: granted by taking over another holder;
---   0: held by another (token left empty; the lock is marked 'w' so its
---   release is announced to the waiters); -1: reenter with a token that
---   is not current.
-local cur = redis.call('HMGET', KEYS[1], 't', 'h', 'f', 's', 'n', 'r')
-local ttl = tonumber(ARGV[2])
-if cur[1] == ARGV[1] then
-  local n = tonumber(cur[5])
-  if ARGV[4] == 'reenter' and cur[6] ~= ARGV[6] then
-    n = redis.call('HINCRBY', KEYS[1], 'n', 1)
-    redis.call('HSET', KEYS[1], 'r', ARGV[6])
+-- Grants a lease. KEYS[1]: lock key, KEYS[2]: its fence counter, in the
+-- same hash tag. ARGV: owner (see below), ttl ms, holder, and only when not
+-- the defaults: mode ("preempt", "reenter"; "" acquires), min fence, nonce.
+--
+-- The lock key is a string that expires with the lease (SET PX):
+--   <owner> <count> <nonce> <waited> <fence> <since µs> <holder>
+-- owner is '<length of the token>:<token>', built by the client, so that a
+-- prefix comparison compares tokens exactly without formatting a number
+-- here; nonce is '-' until a re-entry, or a release of one of several
+-- holds, records its own; waited is 'w' once an acquire was turned away
+-- (the release is then announced), else '-'; holder runs to the end.
+--
+-- Reply, on a grant of a free key: the fence as an integer when it is the
+-- server time in microseconds (and so also the time granted), else
+-- {1, fence, since µs}. Otherwise:
+--   {2, holder, fence, since µs, count}: this owner already holds it (a
+--      retried call or a re-entry: the same grant);
+--   {3, fence, since µs}: granted by taking over another holder;
+--   {0, holder, fence, pttl ms}: held by another (now marked waited);
+--   {-1}: reenter by an owner that does not hold the key.
+local v = redis.call('GET', KEYS[1])
+local mode = ARGV[4]
+if v then
+  local tl, p = string.match(v, '^(%d+):()')
+  local e = p + tonumber(tl)
+  local n, r, w, rest = string.match(v, '^ (%d+) (%S+) (%S) (.*)$', e)
+  local f, s, h = string.match(rest, '^(%d+) (%d+) (.*)$')
+  if string.sub(v, 1, e - 1) == ARGV[1] then
+    n = tonumber(n)
+    if mode == 'reenter' and r ~= ARGV[6] then
+      n = n + 1
+      redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. n .. ' ' .. ARGV[6] .. ' ' .. w .. ' ' .. rest, 'PX', ARGV[2])
+    else
+      redis.call('PEXPIRE', KEYS[1], ARGV[2])
+    end
+    return {2, h, tonumber(f), tonumber(s), n}
   end
-  redis.call('PEXPIRE', KEYS[1], ttl)
-  return {2, cur[1], cur[2], tonumber(cur[3]), tonumber(cur[4]), ttl, n}
-end
-if ARGV[4] == 'reenter' then
-  return {-1, '', cur[2] or '', tonumber(cur[3]) or 0, tonumber(cur[4]) or 0, redis.call('PTTL', KEYS[1]), tonumber(cur[5]) or 0}
-end
-local status = 1
-if cur[1] then
-  if ARGV[4] ~= 'preempt' then
-    redis.call('HSET', KEYS[1], 'w', 1)
-    return {0, '', cur[2], tonumber(cur[3]), tonumber(cur[4]), redis.call('PTTL', KEYS[1]), tonumber(cur[5])}
+  if mode == 'reenter' then
+    return {-1}
   end
-  status = 3
+  if mode ~= 'preempt' then
+    if w ~= 'w' then
+      redis.call('SET', KEYS[1], string.sub(v, 1, e - 1) .. ' ' .. n .. ' ' .. r .. ' w ' .. rest, 'KEEPTTL')
+    end
+    return {0, h, tonumber(f), redis.call('PTTL', KEYS[1])}
+  end
+elseif mode == 'reenter' then
+  return {-1}
 end
 -- fence = max(counter + 1, server time in microseconds, min fence + 1): it
 -- grows strictly while the counter lives and keeps growing after every key
--- was lost, as long as the server clock does not step back.
+-- was lost, as long as the server clock does not step back. The time is
+-- kept as the string TIME's two parts make (formatting a Lua number costs
+-- more than the rest of the script), and the counter is written once, with
+-- the final fence.
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local us = t[2]
+if #us < 6 then us = string.rep('0', 6 - #us) .. us end
+local fs = t[1] .. us
+local since = fs
+local now = tonumber(fs)
 local f = now
 local c = tonumber(redis.call('GET', KEYS[2]) or '0')
 if c + 1 > f then f = c + 1 end
-local floor = tonumber(ARGV[5])
+local floor = tonumber(ARGV[5] or '0')
 if floor + 1 > f then f = floor + 1 end
-local fs = string.format('%.0f', f)
-local since = math.floor(now / 1000)
+if f ~= now then fs = string.format('%.0f', f) end
 redis.call('SET', KEYS[2], fs)
-if cur[1] then redis.call('DEL', KEYS[1]) end
-redis.call('HSET', KEYS[1], 't', ARGV[1], 'h', ARGV[3], 'f', fs, 's', string.format('%.0f', since), 'n', 1)
-redis.call('PEXPIRE', KEYS[1], ttl)
-return {status, ARGV[1], ARGV[3], f, since, ttl, 1}
+redis.call('SET', KEYS[1], ARGV[1] .. ' 1 - - ' .. fs .. ' ' .. since .. ' ' .. ARGV[3], 'PX', ARGV[2])
+if v then
+  return {3, f, now}
+end
+if f == now then
+  return f
+end
+return {1, f, now}

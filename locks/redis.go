@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -42,7 +43,8 @@ type RedisOptions struct {
 	Timeout time.Duration // bound on one Redis call (PROMPTD_REDIS_TIMEOUT); default 100ms
 }
 
-// RedisBackend keeps leases in Redis hashes with a fence counter beside each.
+// RedisBackend keeps each lease in a Redis string that expires with it
+// (acquire.lua describes the value), with a fence counter beside it.
 type RedisBackend struct {
 	c       RedisClient
 	timeout time.Duration
@@ -63,51 +65,60 @@ func NewRedisBackend(c RedisClient, o RedisOptions) *RedisBackend {
 	return &RedisBackend{c: c, timeout: o.Timeout, channel: o.Keys.ReleasedChannel(), notify: newNotifier()}
 }
 
-var modeNames = [...]string{ModeAcquire: "acquire", ModePreempt: "preempt", ModeReenter: "reenter"}
+var modeNames = [...]string{ModeAcquire: "", ModePreempt: "preempt", ModeReenter: "reenter"}
 
 // Acquire runs acquire.lua. The script is idempotent per token, so a call
 // whose reply was lost is retried once and gets the same grant back.
 func (b *RedisBackend) Acquire(ctx context.Context, key string, req Request) (Grant, error) {
-	var reply []any
+	keys := []string{key, FenceKey(key)}
+	ttl := req.TTL.Milliseconds()
+	var args []any
+	if req.Mode == ModeAcquire && req.MinFence == 0 && req.Nonce == "" {
+		args = []any{owner(req.Token), ttl, req.Holder} // the script's defaults for the rest
+	} else {
+		args = []any{owner(req.Token), ttl, req.Holder, modeNames[req.Mode], req.MinFence, req.Nonce}
+	}
+	var reply any
 	err := b.retry(ctx, "acquire", func(ctx context.Context, _ int) error {
-		v, err := acquireScript.Run(ctx, b.c, []string{key, FenceKey(key)},
-			req.Token, req.TTL.Milliseconds(), req.Holder, modeNames[req.Mode], req.MinFence, req.Nonce).Slice()
+		v, err := acquireScript.Run(ctx, b.c, keys, args...).Result()
 		reply = v
 		return err
 	})
 	if err != nil {
 		return Grant{}, err
 	}
-	if len(reply) != 7 {
+	g := Grant{Token: req.Token, Holder: req.Holder, TTL: req.TTL, Count: 1}
+	if f, ok := reply.(int64); ok {
+		// a grant of a free key whose fence is the server time in µs
+		g.Fence, g.Since = f, time.UnixMicro(f)
+		return g, nil
+	}
+	r, _ := reply.([]any)
+	if len(r) == 0 {
 		return Grant{}, fmt.Errorf("locks: acquire: unexpected reply %v", reply)
 	}
-	status := toInt(reply[0])
-	g := Grant{
-		Token:  toString(reply[1]),
-		Holder: toString(reply[2]),
-		Fence:  toInt(reply[3]),
-		Since:  time.UnixMilli(toInt(reply[4])),
-		TTL:    time.Duration(toInt(reply[5])) * time.Millisecond,
-		Count:  int(toInt(reply[6])),
-	}
-	switch status {
-	case 1, 2:
-		return g, nil
-	case 3:
-		g.Preempted = true
-		return g, nil
-	case -1:
+	switch status := toInt(r[0]); {
+	case status == -1:
 		return Grant{}, ErrLeaseLost
-	default:
-		return Grant{}, &HeldError{Conflicts: []Conflict{{Key: key, Holder: g.Holder, Fence: g.Fence, ExpiresAt: time.Now().Add(g.TTL)}}}
+	case (status == 1 || status == 3) && len(r) == 3:
+		g.Fence, g.Since = toInt(r[1]), time.UnixMicro(toInt(r[2]))
+		g.Preempted = status == 3
+		return g, nil
+	case status == 2 && len(r) == 5:
+		g.Holder, g.Fence, g.Since, g.Count = toString(r[1]), toInt(r[2]), time.UnixMicro(toInt(r[3])), int(toInt(r[4]))
+		return g, nil
+	case status == 0 && len(r) == 4:
+		c := Conflict{Key: key, Holder: toString(r[1]), Fence: toInt(r[2]), ExpiresAt: time.Now().Add(time.Duration(toInt(r[3])) * time.Millisecond)}
+		return Grant{}, &HeldError{Conflicts: []Conflict{c}}
 	}
+	return Grant{}, fmt.Errorf("locks: acquire: unexpected reply %v", reply)
 }
 
 // Renew runs renew.lua (compare-by-token).
 func (b *RedisBackend) Renew(ctx context.Context, key, token string, ttl time.Duration) (Grant, error) {
 	var fence int64
 	err := b.retry(ctx, "renew", func(ctx context.Context, _ int) error {
-		v, err := renewScript.Run(ctx, b.c, []string{key}, token, ttl.Milliseconds()).Int64()
+		v, err := renewScript.Run(ctx, b.c, []string{key}, owner(token), ttl.Milliseconds()).Int64()
 		fence = v
 		return err
 	})
@@ -125,9 +136,10 @@ func (b *RedisBackend) Renew(ctx context.Context, key, token string, ttl time.Du
 func (b *RedisBackend) Release(ctx context.Context, key, token, nonce string) (bool, error) {
 	var left int64
 	retried := false
+	o := owner(token)
 	err := b.retry(ctx, "release", func(ctx context.Context, attempt int) error {
 		retried = attempt > 0
-		v, err := releaseScript.Run(ctx, b.c, []string{key}, token, b.channel, nonce).Int64()
+		v, err := releaseScript.Run(ctx, b.c, []string{key}, o, b.channel, nonce).Int64()
 		left = v
 		return err
 	})
@@ -162,7 +174,7 @@ func (b *RedisBackend) Holder(ctx context.Context, key string) (Grant, error) {
 	return Grant{
 		Holder: toString(reply[0]),
 		Fence:  toInt(reply[1]),
-		Since:  time.UnixMilli(toInt(reply[2])),
+		Since:  time.UnixMicro(toInt(reply[2])),
 		TTL:    time.Duration(toInt(reply[3])) * time.Millisecond,
 		Count:  int(toInt(reply[4])),
 	}, nil
@@ -237,6 +249,13 @@ func (b *RedisBackend) Close() error {
 		return b.sub.Close()
 	}
 	return nil
+}
+
+// owner is how the scripts take a token: its length, ':', the token. A
+// prefix comparison of the stored value then compares tokens exactly,
+// whatever bytes they hold (acquire.lua describes the value).
+func owner(token string) string {
+	return strconv.Itoa(len(token)) + ":" + token
 }
 
 func toInt(v any) int64 {

@@ -1,7 +1,10 @@
--- Extends a lease held by token. KEYS[1]: lock key. ARGV: token, ttl ms.
--- Reply: the fence when extended, 0 when the token does not hold the key.
-if redis.call('HGET', KEYS[1], 't') ~= ARGV[1] then
+-- Extends a lease held by owner (the value is described in acquire.lua).
+-- KEYS[1]: lock key. ARGV: owner, ttl ms.
+-- Reply: the fence when extended, 0 when owner does not hold the key.
+local v = redis.call('GET', KEYS[1])
+local e = #ARGV[1]
+if not v or string.sub(v, 1, e) ~= ARGV[1] or string.byte(v, e + 1) ~= 32 then
   return 0
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return tonumber(redis.call('HGET', KEYS[1], 'f'))
+return tonumber(string.match(v, '^%d+ %S+ %S (%d+)', e + 2))

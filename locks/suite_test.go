@@ -187,6 +187,58 @@ func runSuite(t *testing.T, mk func(t *testing.T, prefix string) (locks.Backend,
 		}
 	})
 
+	t.Run("Tokens_compareExactly_whateverBytesTheyHold", func(t *testing.T) {
+		w := w(t)
+		k := w.key(t, "r1")
+		const tok = "ab 1 - - :7"
+		l, err := w.a.Acquire(ctxT(t), k, time.Second, locks.WithOwnerToken(tok),
+			locks.WithHolder("runtime 7: eu-west"), locks.WithoutKeepalive())
+		if err != nil || l.Token() != tok {
+			t.Fatalf("acquire: %v token %q", err, l.Token())
+		}
+		for _, other := range []string{"ab", "ab 1", "ab 1 - -", "ab 1 - - ", "ab 1 - - :", "ab 1 - - :7 ", "ab 1 - - :77", "b 1 - - :7", ""} {
+			if _, err := w.b.Release(ctxT(t), k, other); !errors.Is(err, locks.ErrLeaseLost) {
+				t.Fatalf("release by %q: %v", other, err)
+			}
+			if _, err := w.b.Renew(ctxT(t), k, other, time.Minute); !errors.Is(err, locks.ErrLeaseLost) {
+				t.Fatalf("renew by %q: %v", other, err)
+			}
+			if _, err := w.b.Acquire(ctxT(t), k, time.Second, locks.WithToken(other), locks.WithoutKeepalive()); !errors.Is(err, locks.ErrLeaseLost) {
+				t.Fatalf("re-entry by %q: %v", other, err)
+			}
+		}
+		info, err := w.b.Holder(ctxT(t), k)
+		if err != nil || info.Holder != "runtime 7: eu-west" || info.Fence != l.Fence() || info.Count != 1 {
+			t.Fatalf("holder: %+v %v", info, err)
+		}
+		if freed, err := w.b.Release(ctxT(t), k, tok); err != nil || !freed {
+			t.Fatalf("release by the token: %v %v", freed, err)
+		}
+	})
+
+	t.Run("Fence_aboveMinFenceThenAboveCounter", func(t *testing.T) {
+		w := w(t)
+		k := w.key(t, "r1")
+		floor := time.Now().Add(24 * time.Hour).UnixMicro()
+		before := time.Now().Add(-time.Second)
+		l, err := w.a.Acquire(ctxT(t), k, time.Second, locks.WithMinFence(floor), locks.WithoutKeepalive())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Fence() != floor+1 || l.Since().Before(before) || l.Since().After(time.Now().Add(time.Second)) {
+			t.Fatalf("fence %d since %v, want %d and now", l.Fence(), l.Since(), floor+1)
+		}
+		_ = l.Release(context.Background())
+		l2, err := w.b.Acquire(ctxT(t), k, time.Second, locks.WithoutKeepalive())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l2.Release(context.Background())
+		if l2.Fence() != floor+2 || l2.Since().Before(before) {
+			t.Fatalf("next fence %d since %v, want %d (the counter is above the clock)", l2.Fence(), l2.Since(), floor+2)
+		}
+	})
+
 	t.Run("RetriedReentryAndRelease_countOnce", func(t *testing.T) {
 		w := w(t)
 		k := w.key(t, "r1")
