@@ -10,8 +10,10 @@ import (
 
 // keepalive is the one renewal loop of a Manager: a heap of leases ordered
 // by their next renewal (at TTL/3 after the last grant or renewal was sent).
-// Each renewal runs in its own goroutine with a timeout of TTL/4, so a slow
-// backend call never delays the renewal of another lease.
+// A lease joins it at its first renewal, handed over by its own timer, so
+// the many leases released sooner never touch the loop. Each renewal runs
+// in its own goroutine with a timeout of TTL/4, so a slow backend call
+// never delays the renewal of another lease.
 type keepalive struct {
 	m *Manager
 
@@ -27,10 +29,6 @@ type keepalive struct {
 
 func newKeepalive(m *Manager) *keepalive {
 	return &keepalive{m: m, wake: make(chan struct{}, 1), done: make(chan struct{})}
-}
-
-func (k *keepalive) add(l *Lease) {
-	k.schedule(l, time.Now().Add(l.ttl/3))
 }
 
 func (k *keepalive) schedule(l *Lease, at time.Time) {

@@ -10,9 +10,6 @@ import (
 // ErrReleased is the cause of a lease context ended by Release.
 var ErrReleased = errors.New("locks: lease released")
 
-// releaseTimeout bounds cleanup calls, which never run on a cancelled context.
-const releaseTimeout = 2 * time.Second
-
 type leaseState int
 
 const (
@@ -33,15 +30,22 @@ type Lease struct {
 	since     time.Time
 	acquired  time.Time
 	keepalive bool
-
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	parent    *leaseChain // leases held by the context Acquire was called with
 
 	mu       sync.Mutex
 	state    leaseState
 	count    int
 	deadline time.Time // local: send time of the last grant or renewal + TTL - margin
+	// timer fires at the first renewal of a lease with keepalive, which
+	// hands it to the keepalive loop (renewing), and from then on, or from
+	// the start without keepalive, at the deadline. A lease released
+	// before its first renewal never touches the keepalive loop.
 	timer    *time.Timer
+	renewing bool
+	// ctx is made on the first call of Context (or Done): most leases are
+	// released without anybody asking for it.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 
 	next  time.Time // next renewal, owned by the keepalive loop
 	index int       // position in the keepalive heap, -1 when not queued
@@ -65,16 +69,17 @@ func heldIn(ctx context.Context, key string) *Lease {
 
 func newLease(parent context.Context, m *Manager, key string, g Grant, ttl time.Duration, sent time.Time, keepalive bool) *Lease {
 	l := &Lease{m: m, key: key, token: g.Token, holder: g.Holder, fence: g.Fence, ttl: ttl,
-		since: g.Since, acquired: time.Now(), keepalive: keepalive, count: 1, index: -1}
+		since: g.Since, acquired: sent, keepalive: keepalive, count: 1, index: -1}
+	// Context also carries the leases held by parent, so a nested Acquire
+	// under l.Context() re-enters any of them.
+	l.parent, _ = parent.Value(leaseCtxKey{}).(*leaseChain)
 	l.deadline = sent.Add(ttl - m.margin(ttl))
-	base, cancel := context.WithCancelCause(context.Background())
-	// The context also carries the leases held by parent, so a nested
-	// Acquire under l.Context() re-enters any of them.
-	p, _ := parent.Value(leaseCtxKey{}).(*leaseChain)
-	l.ctx = context.WithValue(base, leaseCtxKey{}, &leaseChain{l: l, parent: p})
-	l.cancel = cancel
+	at := l.deadline
+	if keepalive {
+		at = sent.Add(ttl / 3)
+	}
 	l.mu.Lock()
-	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
+	l.timer = time.AfterFunc(time.Until(at), l.tick)
 	l.mu.Unlock()
 	return l
 }
@@ -125,6 +130,16 @@ func (l *Lease) Context() context.Context {
 	if l == nil {
 		return canceledCtx
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ctx == nil {
+		base, cancel := context.WithCancelCause(context.Background())
+		l.ctx = context.WithValue(base, leaseCtxKey{}, &leaseChain{l: l, parent: l.parent})
+		l.cancel = cancel
+		if err := l.errLocked(); err != nil {
+			cancel(err)
+		}
+	}
 	return l.ctx
 }
 
@@ -139,6 +154,10 @@ func (l *Lease) Err() error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.errLocked()
+}
+
+func (l *Lease) errLocked() error {
 	switch l.state {
 	case stateLost:
 		return ErrLeaseLost
@@ -178,9 +197,9 @@ func (l *Lease) reenter() bool {
 	return true
 }
 
-// Release drops one hold; at zero the key is freed in the backend with a
-// fresh context bounded by releaseTimeout (ctx's values kept, its
-// cancellation ignored). Releasing a lost lease returns ErrLeaseLost.
+// Release drops one hold; at zero the key is freed in the backend with
+// ctx's values but not its cancellation (the backend bounds the call).
+// Releasing a lost lease returns ErrLeaseLost.
 func (l *Lease) Release(ctx context.Context) error {
 	if l == nil {
 		return nil
@@ -217,21 +236,34 @@ func (l *Lease) releaseAll(ctx context.Context) error {
 
 // finish is called with l.mu held and releases it.
 func (l *Lease) finish(ctx context.Context) error {
-	l.state = stateReleased
-	l.timer.Stop()
-	l.mu.Unlock()
-	l.m.ka.remove(l)
-	l.m.forget(l)
-	l.cancel(ErrReleased)
-	l.m.opts.Metrics.held(l.key, time.Since(l.acquired).Seconds())
+	renewing, cancel := l.end(stateReleased)
+	l.m.unregister(l, renewing)
+	if cancel != nil {
+		cancel(ErrReleased)
+	}
+	if mt := l.m.opts.Metrics; mt != nil {
+		mt.held(l.key, time.Since(l.acquired).Seconds())
+	}
 
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	_, err := l.m.b.Release(rctx, l.key, l.token, newToken())
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	_, err := l.m.b.Release(ctx, l.key, l.token, newNonce())
 	if err == nil && l.m.opts.Hooks.OnReleased != nil {
 		l.m.opts.Hooks.OnReleased(Event{Key: l.key, Holder: l.holder, Fence: l.fence})
 	}
 	return err
+}
+
+// end is called with l.mu held and releases it: the lease leaves the held
+// state. It reports whether the keepalive loop may have the lease queued
+// and the context's cancel function, if a context was made.
+func (l *Lease) end(s leaseState) (renewing bool, cancel context.CancelCauseFunc) {
+	l.state = s
+	l.timer.Stop()
+	renewing, cancel = l.renewing, l.cancel
+	l.mu.Unlock()
+	return renewing, cancel
 }
 
 // extend records a successful renewal sent at sent; false if the lease is
@@ -250,14 +282,23 @@ func (l *Lease) extend(sent time.Time) bool {
 	return true
 }
 
-// expire runs at the local deadline.
-func (l *Lease) expire() {
+// tick runs when l.timer fires: at the first renewal of a lease with
+// keepalive, which it hands to the keepalive loop, else at the deadline.
+func (l *Lease) tick() {
 	l.mu.Lock()
-	if l.state != stateHeld || time.Now().Before(l.deadline) {
+	switch {
+	case l.state != stateHeld:
+		l.mu.Unlock()
+	case l.keepalive && !l.renewing:
+		l.renewing = true
+		l.timer.Reset(time.Until(l.deadline))
+		l.mu.Unlock()
+		l.m.ka.schedule(l, time.Now())
+	case time.Now().Before(l.deadline):
 		l.mu.Unlock() // extended meanwhile
-		return
+	default:
+		l.lose("expired", ErrLeaseLost)
 	}
-	l.lose("expired", ErrLeaseLost)
 }
 
 // lost is called when a renewal found the key gone or taken.
@@ -272,15 +313,16 @@ func (l *Lease) lost(cause error) {
 
 // lose is called with l.mu held and releases it.
 func (l *Lease) lose(reason string, cause error) {
-	l.state = stateLost
-	l.timer.Stop()
-	l.mu.Unlock()
-	l.m.ka.remove(l)
-	l.m.forget(l)
-	l.cancel(ErrLeaseLost)
+	renewing, cancel := l.end(stateLost)
+	l.m.unregister(l, renewing)
+	if cancel != nil {
+		cancel(ErrLeaseLost)
+	}
 	m := l.m.opts
 	m.Metrics.lostLease(l.key, reason)
-	m.Metrics.held(l.key, time.Since(l.acquired).Seconds())
+	if m.Metrics != nil {
+		m.Metrics.held(l.key, time.Since(l.acquired).Seconds())
+	}
 	m.Logger.Warn("lease lost", "key", l.key, "holder", l.holder, "fence", l.fence, "reason", reason)
 	if m.Hooks.OnLost != nil {
 		m.Hooks.OnLost(Event{Key: l.key, Holder: l.holder, Fence: l.fence, Err: cause})

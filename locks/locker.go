@@ -6,7 +6,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"log/slog"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -83,7 +85,7 @@ type Manager struct {
 
 	mu     sync.Mutex
 	held   map[*Lease]struct{} // leases with keepalive, released at Close
-	closed bool
+	closed atomic.Bool         // set under mu, read without it by checkOpen
 }
 
 var _ Locker = (*Manager)(nil)
@@ -164,10 +166,15 @@ func WithoutKeepalive() Option { return func(o *acquireOpts) { o.keepalive = fal
 
 func (m *Manager) options(opts []Option) acquireOpts {
 	o := acquireOpts{holder: m.opts.Holder, keepalive: true}
-	for _, f := range opts {
-		f(&o)
+	if len(opts) == 0 {
+		return o // o does not escape to the heap on this path
 	}
-	return o
+	p := new(acquireOpts)
+	*p = o
+	for _, f := range opts {
+		f(p)
+	}
+	return *p
 }
 
 type leaseCtxKey struct{}
@@ -198,15 +205,20 @@ func (m *Manager) Acquire(ctx context.Context, key string, ttl time.Duration, op
 	var err error
 	for attempt := 0; ; attempt++ {
 		l, err = m.try(ctx, key, ttl, o)
+		if err == nil || o.wait <= 0 {
+			break
+		}
 		var held *HeldError
-		if err == nil || !errors.As(err, &held) || o.wait <= 0 {
+		if !errors.As(err, &held) {
 			break
 		}
 		if !m.pause(ctx, watch, deadline, held.Conflicts[0].ExpiresAt, attempt) {
 			break
 		}
 	}
-	m.opts.Metrics.waited(key, time.Since(start).Seconds())
+	if m.opts.Metrics != nil {
+		m.opts.Metrics.waited(key, time.Since(start).Seconds())
+	}
 	return l, err
 }
 
@@ -218,7 +230,7 @@ func (m *Manager) try(ctx context.Context, key string, ttl time.Duration, o acqu
 	}
 	req := Request{Token: token, Holder: o.holder, TTL: ttl, Mode: o.mode, MinFence: o.minFence}
 	if o.mode == ModeReenter {
-		req.Nonce = newToken()
+		req.Nonce = newNonce()
 	}
 	m.opts.Metrics.attempt(key)
 	sent := time.Now()
@@ -244,7 +256,7 @@ func (m *Manager) try(ctx context.Context, key string, ttl time.Duration, o acqu
 	}
 	if o.keepalive {
 		m.mu.Lock()
-		closed := m.closed
+		closed := m.closed.Load()
 		if !closed {
 			m.held[l] = struct{}{}
 		}
@@ -253,7 +265,8 @@ func (m *Manager) try(ctx context.Context, key string, ttl time.Duration, o acqu
 			_ = l.Release(context.Background())
 			return nil, ErrClosed
 		}
-		m.ka.add(l)
+		// The lease's own timer hands it to the keepalive loop at its
+		// first renewal (TTL/3), so a short hold never reaches the loop.
 	}
 	return l, nil
 }
@@ -307,7 +320,7 @@ func (m *Manager) Renew(ctx context.Context, key, token string, ttl time.Duratio
 
 // Release implements Locker.
 func (m *Manager) Release(ctx context.Context, key, token string) (bool, error) {
-	freed, err := m.b.Release(ctx, key, token, newToken())
+	freed, err := m.b.Release(ctx, key, token, newNonce())
 	if err == nil && freed && m.opts.Hooks.OnReleased != nil {
 		m.opts.Hooks.OnReleased(Event{Key: key})
 	}
@@ -317,16 +330,16 @@ func (m *Manager) Release(ctx context.Context, key, token string) (bool, error) 
 // Ping implements Locker.
 func (m *Manager) Ping(ctx context.Context) error { return m.b.Ping(ctx) }
 
-// Close releases every lease this process holds with keepalive (each with
-// a fresh bounded context derived from ctx's deadline), stops the keepalive
-// loop and closes the backend.
+// Close releases every lease this process holds with keepalive (with ctx's
+// values, not its cancellation; each backend call is bounded by the
+// backend's timeout), stops the keepalive loop and closes the backend.
 func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Lock()
-	if m.closed {
+	if m.closed.Load() {
 		m.mu.Unlock()
 		return nil
 	}
-	m.closed = true
+	m.closed.Store(true)
 	leases := make([]*Lease, 0, len(m.held))
 	for l := range m.held {
 		leases = append(leases, l)
@@ -344,18 +357,23 @@ func (m *Manager) Close(ctx context.Context) error {
 }
 
 func (m *Manager) checkOpen() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
+	if m.closed.Load() {
 		return ErrClosed
 	}
 	return nil
 }
 
-func (m *Manager) forget(l *Lease) {
-	m.mu.Lock()
-	delete(m.held, l)
-	m.mu.Unlock()
+// unregister takes a lease that left the held state out of the keepalive
+// loop (if it may have reached it) and out of the leases Close releases.
+func (m *Manager) unregister(l *Lease, renewing bool) {
+	if renewing {
+		m.ka.remove(l)
+	}
+	if l.keepalive {
+		m.mu.Lock()
+		delete(m.held, l)
+		m.mu.Unlock()
+	}
 }
 
 func (m *Manager) margin(ttl time.Duration) time.Duration {
@@ -372,4 +390,17 @@ func newToken() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// Nonces tell a retried release or re-entry from a new one. They must be
+// unique, not secret: a random prefix per process and a counter.
+var (
+	noncePrefix = newToken() + "."
+	nonceSeq    atomic.Uint64
+)
+
+func newNonce() string {
+	var b [48]byte
+	n := copy(b[:], noncePrefix)
+	return string(strconv.AppendUint(b[:n], nonceSeq.Add(1), 36))
 }

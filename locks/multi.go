@@ -81,7 +81,8 @@ func newGroup(leases []*Lease) *Group {
 	var chain *leaseChain
 	for _, l := range leases {
 		chain = &leaseChain{l: l, parent: chain}
-		context.AfterFunc(l.ctx, func() { cancel(context.Cause(l.ctx)) })
+		lctx := l.Context()
+		context.AfterFunc(lctx, func() { cancel(context.Cause(lctx)) })
 	}
 	return &Group{leases: leases, ctx: context.WithValue(base, leaseCtxKey{}, chain), cancel: cancel}
 }

@@ -49,6 +49,7 @@ type RedisBackend struct {
 	c       RedisClient
 	timeout time.Duration
 	channel string
+	chanArg any // channel, boxed once for the scripts' arguments
 	notify  *notifier
 
 	subOnce sync.Once
@@ -62,7 +63,8 @@ func NewRedisBackend(c RedisClient, o RedisOptions) *RedisBackend {
 	if o.Timeout <= 0 {
 		o.Timeout = 100 * time.Millisecond
 	}
-	return &RedisBackend{c: c, timeout: o.Timeout, channel: o.Keys.ReleasedChannel(), notify: newNotifier()}
+	ch := o.Keys.ReleasedChannel()
+	return &RedisBackend{c: c, timeout: o.Timeout, channel: ch, chanArg: ch, notify: newNotifier()}
 }
 
 var modeNames = [...]string{ModeAcquire: "", ModePreempt: "preempt", ModeReenter: "reenter"}
@@ -139,7 +141,7 @@ func (b *RedisBackend) Release(ctx context.Context, key, token, nonce string) (b
 	o := owner(token)
 	err := b.retry(ctx, "release", func(ctx context.Context, attempt int) error {
 		retried = attempt > 0
-		v, err := releaseScript.Run(ctx, b.c, []string{key}, o, b.channel, nonce).Int64()
+		v, err := releaseScript.Run(ctx, b.c, []string{key}, o, b.chanArg, nonce).Int64()
 		left = v
 		return err
 	})
@@ -187,15 +189,21 @@ func (b *RedisBackend) Ping(ctx context.Context) error {
 	})
 }
 
-// retry runs one bounded call, and once more after a timeout: every script
-// here is idempotent per token and nonce, so a repeat after a lost reply is
+// retry runs one call bounded by b.timeout (by ctx alone when its deadline
+// is sooner), and once more after a timeout: every script here is
+// idempotent per token and nonce, so a repeat after a lost reply is
 // harmless. Errors other than redis.Nil come back wrapped in ErrUnavailable.
 func (b *RedisBackend) retry(ctx context.Context, op string, call func(context.Context, int) error) error {
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {
-		cctx, cancel := context.WithTimeout(ctx, b.timeout)
+		cctx, cancel := ctx, context.CancelFunc(nil)
+		if d, ok := ctx.Deadline(); !ok || time.Until(d) > b.timeout {
+			cctx, cancel = context.WithTimeout(ctx, b.timeout)
+		}
 		err = call(cctx, attempt)
-		cancel()
+		if cancel != nil {
+			cancel()
+		}
 		if err == nil {
 			return nil
 		}
