@@ -48,6 +48,7 @@ type RedisOptions struct {
 type RedisBackend struct {
 	c       RedisClient
 	timeout time.Duration
+	bound   *callBound
 	channel string
 	chanArg any // channel, boxed once for the scripts' arguments
 	notify  *notifier
@@ -64,7 +65,8 @@ func NewRedisBackend(c RedisClient, o RedisOptions) *RedisBackend {
 		o.Timeout = 100 * time.Millisecond
 	}
 	ch := o.Keys.ReleasedChannel()
-	return &RedisBackend{c: c, timeout: o.Timeout, channel: ch, chanArg: ch, notify: newNotifier()}
+	return &RedisBackend{c: c, timeout: o.Timeout, bound: newCallBound(o.Timeout),
+		channel: ch, chanArg: ch, notify: newNotifier()}
 }
 
 var modeNames = [...]string{ModeAcquire: "", ModePreempt: "preempt", ModeReenter: "reenter"}
@@ -190,14 +192,18 @@ func (b *RedisBackend) Ping(ctx context.Context) error {
 }
 
 // retry runs one call bounded by b.timeout (by ctx alone when its deadline
-// is sooner), and once more after a timeout: every script here is
+// is sooner; a context that cannot be cancelled gets a shared slot of
+// callBound), and once more after a timeout: every script here is
 // idempotent per token and nonce, so a repeat after a lost reply is
 // harmless. Errors other than redis.Nil come back wrapped in ErrUnavailable.
 func (b *RedisBackend) retry(ctx context.Context, op string, call func(context.Context, int) error) error {
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {
 		cctx, cancel := ctx, context.CancelFunc(nil)
-		if d, ok := ctx.Deadline(); !ok || time.Until(d) > b.timeout {
+		switch d, ok := ctx.Deadline(); {
+		case !ok && ctx.Done() == nil:
+			cctx = b.bound.context(ctx)
+		case !ok || time.Until(d) > b.timeout:
 			cctx, cancel = context.WithTimeout(ctx, b.timeout)
 		}
 		err = call(cctx, attempt)
