@@ -26,41 +26,96 @@ type result struct {
 // load runs fn from conns goroutines until d has passed and collects the
 // latency of each successful call.
 func load(ctx context.Context, name string, conns int, d time.Duration, fn func(ctx context.Context, worker, i int) error) result {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	lat := make([][]time.Duration, conns)
-	errs := make([]int, conns)
+	col := newCollector(name, conns)
+	col.run(ctx, d, fn)
+	return col.result()
+}
+
+// loadPair measures a and its reference b in turns: rounds slices of
+// d/rounds each, in the order b a, a b, b a, ..., so that a change in the
+// machine's speed during the run (other work on shared cores) lands on
+// both sides alike instead of on whichever ran second.
+func loadPair(ctx context.Context, conns int, d time.Duration, rounds int, a, b named) (result, result) {
+	if rounds < 1 {
+		rounds = 1
+	}
+	ca, cb := newCollector(a.name, conns), newCollector(b.name, conns)
+	slice := d / time.Duration(rounds)
+	for r := 0; r < rounds && ctx.Err() == nil; r++ {
+		if r%2 == 0 {
+			cb.run(ctx, slice, b.fn)
+			ca.run(ctx, slice, a.fn)
+		} else {
+			ca.run(ctx, slice, a.fn)
+			cb.run(ctx, slice, b.fn)
+		}
+	}
+	return ca.result(), cb.result()
+}
+
+// named is a load function with its row name.
+type named struct {
+	name string
+	fn   func(ctx context.Context, worker, i int) error
+}
+
+// collector accumulates the calls of one load function over one or more
+// timed slices.
+type collector struct {
+	name    string
+	lat     [][]time.Duration
+	errs    []int
+	next    []int // per worker: the i of its next call, continued across slices
+	elapsed time.Duration
+}
+
+func newCollector(name string, conns int) *collector {
+	return &collector{name: name, lat: make([][]time.Duration, conns), errs: make([]int, conns), next: make([]int, conns)}
+}
+
+// run calls fn from every worker until d has passed. Calls in flight at
+// the end run to completion and count (the slice lasts until the last one
+// is done): cancelling them would leave a writer not knowing whether its
+// write happened, and the next slice would start with conflicts.
+func (c *collector) run(ctx context.Context, d time.Duration, fn func(ctx context.Context, worker, i int) error) {
 	var wg sync.WaitGroup
 	start := time.Now()
-	for w := 0; w < conns; w++ {
+	end := start.Add(d)
+	for w := range c.lat {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; ctx.Err() == nil; i++ {
+			for ; ctx.Err() == nil && time.Now().Before(end); c.next[w]++ {
 				t0 := time.Now()
-				if err := fn(ctx, w, i); err != nil {
+				if err := fn(ctx, w, c.next[w]); err != nil {
 					if ctx.Err() == nil {
-						errs[w]++
+						c.errs[w]++
 					}
 					continue
 				}
-				lat[w] = append(lat[w], time.Since(t0))
+				c.lat[w] = append(c.lat[w], time.Since(t0))
 			}
 		}()
 	}
 	wg.Wait()
-	r := result{name: name, elapsed: time.Since(start), unit: "req/s"}
+	c.elapsed += time.Since(start)
+}
+
+func (c *collector) result() result {
+	r := result{name: c.name, elapsed: c.elapsed, unit: "req/s"}
 	var all []time.Duration
-	for w := range lat {
-		all = append(all, lat[w]...)
-		r.errors += errs[w]
+	for w := range c.lat {
+		all = append(all, c.lat[w]...)
+		r.errors += c.errs[w]
 	}
 	slices.Sort(all)
 	r.ops = len(all)
 	if len(all) > 0 {
 		r.p50, r.p99 = all[len(all)/2], all[len(all)*99/100]
 	}
-	r.rate = float64(r.ops) / r.elapsed.Seconds()
+	if r.elapsed > 0 {
+		r.rate = float64(r.ops) / r.elapsed.Seconds()
+	}
 	return r
 }
 

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -43,5 +45,49 @@ func TestTable_printsRatiosAgainstTheReference(t *testing.T) {
 	tb.print(&out)
 	if !strings.Contains(out.String(), "| ours | 10 | 0 | 50 req/s |") || !strings.Contains(out.String(), "0.50x") {
 		t.Fatalf("table:\n%s", out.String())
+	}
+}
+
+// loadPair runs both sides in alternating slices (b first), continues
+// each worker's call index across slices, and lets calls in flight at
+// the end of a slice finish and count.
+func TestLoadPair_alternatesSlicesAndFinishesCallsInFlight(t *testing.T) {
+	var mu sync.Mutex
+	var order []string
+	var inA, inB atomic.Int32
+	seen := map[int]bool{}
+	fn := func(name string, in, other *atomic.Int32) func(context.Context, int, int) error {
+		return func(ctx context.Context, w, i int) error {
+			if other.Load() != 0 {
+				t.Errorf("%s ran while the other side was running", name)
+			}
+			in.Add(1)
+			defer in.Add(-1)
+			mu.Lock()
+			if len(order) == 0 || order[len(order)-1] != name {
+				order = append(order, name)
+			}
+			if name == "a" && w == 0 {
+				if seen[i] {
+					t.Errorf("worker 0 of a saw i=%d twice", i)
+				}
+				seen[i] = true
+			}
+			mu.Unlock()
+			time.Sleep(15 * time.Millisecond) // outlasts the end of its slice
+			return ctx.Err()
+		}
+	}
+	a, b := loadPair(context.Background(), 3, 200*time.Millisecond, 4, named{"a", fn("a", &inA, &inB)}, named{"b", fn("b", &inB, &inA)})
+	if got := strings.Join(order, ""); got != "babab" {
+		t.Fatalf("order %s, want b a, a b, b a, a b (babab)", got)
+	}
+	if a.ops == 0 || b.ops == 0 || a.errors != 0 || b.errors != 0 || a.name != "a" || b.name != "b" {
+		t.Fatalf("a %+v, b %+v", a, b)
+	}
+	// Each side runs the whole duration, in 4 slices, each slice
+	// extended by the calls in flight at its end (15ms at most).
+	if a.elapsed < 200*time.Millisecond || a.elapsed > 200*time.Millisecond+4*50*time.Millisecond {
+		t.Fatalf("a ran %v in its slices, want 200ms and the calls in flight", a.elapsed)
 	}
 }

@@ -11,7 +11,7 @@
 //
 // Usage:
 //
-//	promptbench -url http://127.0.0.1:8080 -admin-token T -runtime-token R [-scenario all] [-duration 10s] [-conns 64]
+//	promptbench -url http://127.0.0.1:8080 -admin-token T -runtime-token R [-scenario all] [-duration 10s] [-conns 64] [-rounds 5]
 //	            [-mysql-dsn DSN] [-redis-url URL]
 package main
 
@@ -40,6 +40,7 @@ type config struct {
 	scenarios           []string
 	duration            time.Duration
 	conns               int
+	rounds              int
 	mysqlDSN, redisURL  string
 	prefix              string
 }
@@ -54,6 +55,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&scen, "scenario", "all", "comma-separated: resolve, import, append, lease, create, or all")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "duration of each timed scenario")
 	fs.IntVar(&c.conns, "conns", 64, "concurrent connections (writers)")
+	fs.IntVar(&c.rounds, "rounds", 5, "a scenario and its reference run in turns, this many slices each of duration/rounds")
 	fs.StringVar(&c.mysqlDSN, "mysql-dsn", "", "MariaDB DSN of promptd's database, for the append reference")
 	fs.StringVar(&c.redisURL, "redis-url", "", "promptd's Redis, for the lease reference")
 	fs.StringVar(&c.prefix, "prefix", fmt.Sprintf("b%d", time.Now().Unix()%100000), "prefix of the agents and sessions it creates")

@@ -39,9 +39,11 @@ func benchResolve(ctx context.Context, c config, t *table) error {
 			return err
 		}
 	}
-	_ = load(ctx, "warm-up", c.conns, c.duration/5, get(url, c.runtime))
-	rRef := load(ctx, fmt.Sprintf("bare Echo, same %d bytes", len(body)), c.conns, c.duration, get(ref, ""))
-	r := load(ctx, fmt.Sprintf("resolve GET (%d B body)", len(body)), c.conns, c.duration, get(url, c.runtime))
+	_ = load(ctx, "warm-up", c.conns, c.duration/10, get(url, c.runtime))
+	_ = load(ctx, "warm-up", c.conns, c.duration/10, get(ref, ""))
+	r, rRef := loadPair(ctx, c.conns, c.duration, c.rounds,
+		named{fmt.Sprintf("resolve GET (%d B body)", len(body)), get(url, c.runtime)},
+		named{fmt.Sprintf("bare Echo, same %d bytes", len(body)), get(ref, "")})
 	t.add(r, rRef, ">= 0.7x, p99 < 2 ms")
 	return nil
 }

@@ -35,7 +35,7 @@ func createSessions(ctx context.Context, c config, kind string, n int) ([]string
 
 // benchAppend: 64 writers append one turn at a time to 1,000 sessions
 // (each session has one writer), against a bare conditional UPDATE +
-// INSERT of the same rows in the same MariaDB.
+// INSERT of the same rows in the same MariaDB, in turns (loadPair).
 func benchAppend(ctx context.Context, c config, t *table) error {
 	ids, err := createSessions(ctx, c, "app", benchSessions)
 	if err != nil {
@@ -43,7 +43,7 @@ func benchAppend(ctx context.Context, c config, t *table) error {
 	}
 	revs := make([]int64, len(ids))
 	content := strings.Repeat("x", 200)
-	r := load(ctx, fmt.Sprintf("turn append (%d sessions, %d writers)", len(ids), c.conns), c.conns, c.duration, func(ctx context.Context, w, i int) error {
+	subject := named{fmt.Sprintf("turn append (%d sessions, %d writers)", len(ids), c.conns), func(ctx context.Context, w, i int) error {
 		s := w + (i%(len(ids)/c.conns))*c.conns
 		var out struct{ Revision int64 }
 		err := do(ctx, "POST", c.url+"/v1/sessions/"+ids[s]+"/turns", c.runtime, map[string]any{"expected_revision": revs[s],
@@ -52,39 +52,47 @@ func benchAppend(ctx context.Context, c config, t *table) error {
 			revs[s] = out.Revision
 		}
 		return err
-	})
-	var ref result
-	if c.mysqlDSN != "" {
-		if ref, err = appendReference(ctx, c, len(ids), content); err != nil {
-			return err
-		}
+	}}
+	if c.mysqlDSN == "" {
+		t.add(load(ctx, subject.name, c.conns, c.duration, subject.fn), result{}, ">= 0.5x")
+		return nil
 	}
-	t.add(r, ref, ">= 0.5x")
+	ref, done, err := appendReference(ctx, c, len(ids), content)
+	if err != nil {
+		return err
+	}
+	defer done()
+	r, rRef := loadPair(ctx, c.conns, c.duration, c.rounds, subject, ref)
+	t.add(r, rRef, ">= 0.5x")
 	return nil
 }
 
-func appendReference(ctx context.Context, c config, n int, content string) (result, error) {
+// appendReference creates the reference's tables and rows and returns its
+// load function: BEGIN; UPDATE ... WHERE id = ? AND revision = ?; INSERT
+// ...; COMMIT, through database/sql with the DSN as given.
+func appendReference(ctx context.Context, c config, n int, content string) (named, func(), error) {
 	db, err := sql.Open("mysql", c.mysqlDSN)
 	if err != nil {
-		return result{}, err
+		return named{}, nil, err
 	}
-	defer db.Close()
 	db.SetMaxOpenConns(c.conns)
+	db.SetMaxIdleConns(c.conns) // between turns of loadPair the pool stays warm
+	fail := func(err error) (named, func(), error) { db.Close(); return named{}, nil, err }
 	for _, q := range []string{`DROP TABLE IF EXISTS bench_turns`, `DROP TABLE IF EXISTS bench_sessions`,
 		`CREATE TABLE bench_sessions (id VARCHAR(128) PRIMARY KEY, revision BIGINT NOT NULL, turns BIGINT NOT NULL) ENGINE=InnoDB`,
 		`CREATE TABLE bench_turns (session_id VARCHAR(128) NOT NULL, seq BIGINT NOT NULL, role VARCHAR(16) NOT NULL, content LONGTEXT NOT NULL,
 			created_at_ms BIGINT NOT NULL, PRIMARY KEY (session_id, seq)) ENGINE=InnoDB`} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
-			return result{}, err
+			return fail(err)
 		}
 	}
 	for i := 0; i < n; i++ {
 		if _, err := db.ExecContext(ctx, `INSERT INTO bench_sessions VALUES (?, 0, 0)`, fmt.Sprint("ref-", i)); err != nil {
-			return result{}, err
+			return fail(err)
 		}
 	}
 	revs := make([]int64, n)
-	r := load(ctx, "bare UPDATE+INSERT transaction (same rows)", c.conns, c.duration, func(ctx context.Context, w, i int) error {
+	fn := func(ctx context.Context, w, i int) error {
 		s := w + (i%(n/c.conns))*c.conns
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
@@ -108,11 +116,14 @@ func appendReference(ctx context.Context, c config, n int, content string) (resu
 		}
 		revs[s]++
 		return nil
-	})
-	for _, q := range []string{`DROP TABLE bench_turns`, `DROP TABLE bench_sessions`} {
-		_, _ = db.ExecContext(ctx, q)
 	}
-	return r, nil
+	done := func() {
+		for _, q := range []string{`DROP TABLE bench_turns`, `DROP TABLE bench_sessions`} {
+			_, _ = db.ExecContext(context.WithoutCancel(ctx), q)
+		}
+		db.Close()
+	}
+	return named{"bare UPDATE+INSERT transaction (same rows)", fn}, done, nil
 }
 
 // benchLease: session lease acquire + release cycles, one session per
@@ -122,31 +133,32 @@ func benchLease(ctx context.Context, c config, t *table) error {
 	if err != nil {
 		return err
 	}
-	r := load(ctx, "session lease acquire+release", c.conns, c.duration, func(ctx context.Context, w, _ int) error {
+	subject := named{"session lease acquire+release", func(ctx context.Context, w, _ int) error {
 		var l struct{ Token string }
 		if err := do(ctx, "POST", c.url+"/v1/sessions/"+ids[w]+"/lease", c.runtime, map[string]any{"holder": "bench", "ttl_ms": 5000}, 200, &l); err != nil {
 			return err
 		}
 		return do(ctx, "DELETE", c.url+"/v1/sessions/"+ids[w]+"/lease", c.runtime, nil, 204, nil, "Lease-Token", l.Token)
-	})
-	var ref result
-	if c.redisURL != "" {
-		opt, err := redis.ParseURL(c.redisURL)
-		if err != nil {
-			return err
-		}
-		opt.PoolSize = c.conns
-		rdb := redis.NewClient(opt)
-		defer rdb.Close()
-		ref = load(ctx, "SET NX PX + DEL (same Redis)", c.conns, c.duration, func(ctx context.Context, w, _ int) error {
-			key := fmt.Sprintf("bench:{%s}:%d", c.prefix, w)
-			ok, err := rdb.SetNX(ctx, key, "token", 5*time.Second).Result()
-			if err != nil || !ok {
-				return fmt.Errorf("setnx: %v %v", ok, err)
-			}
-			return rdb.Del(ctx, key).Err()
-		})
+	}}
+	if c.redisURL == "" {
+		t.add(load(ctx, subject.name, c.conns, c.duration, subject.fn), result{}, "")
+		return nil
 	}
+	opt, err := redis.ParseURL(c.redisURL)
+	if err != nil {
+		return err
+	}
+	opt.PoolSize = c.conns
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	r, ref := loadPair(ctx, c.conns, c.duration, c.rounds, subject, named{"SET NX PX + DEL (same Redis)", func(ctx context.Context, w, _ int) error {
+		key := fmt.Sprintf("bench:{%s}:%d", c.prefix, w)
+		ok, err := rdb.SetNX(ctx, key, "token", 5*time.Second).Result()
+		if err != nil || !ok {
+			return fmt.Errorf("setnx: %v %v", ok, err)
+		}
+		return rdb.Del(ctx, key).Err()
+	}})
 	t.add(r, ref, "")
 	return nil
 }
