@@ -112,6 +112,7 @@ func (s *Service) AcquireLease(ctx context.Context, id string, in LeaseInput) (*
 		_, _ = s.o.Locker.Release(context.WithoutCancel(ctx), key, l.Token())
 		return nil, err
 	}
+	s.fenced.add(id)
 	ev := audit.Event{Action: "lease.acquired", Agent: row.Agent, Env: row.Env, SessionID: id, Resource: "sessions/" + id + "/lease"}
 	details := map[string]any{"holder": in.Holder, "fence": l.Fence(), "mode": in.Mode}
 	s.o.Events.Add(ctx, ev, details)

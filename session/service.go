@@ -40,6 +40,8 @@ type Service struct {
 	audit audit.Log
 	log   *slog.Logger
 	pins  *pinCache
+	// fenced: sessions known to have had a lease (guard.go).
+	fenced *fencedSet
 }
 
 // New returns a Service.
@@ -65,7 +67,8 @@ func New(o Options) *Service {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Service{o: o, store: o.Store, db: o.Store.DB(), audit: o.Store.Audit(), log: o.Logger, pins: newPinCache(100000)}
+	s := &Service{o: o, store: o.Store, db: o.Store.DB(), audit: o.Store.Audit(), log: o.Logger, pins: newPinCache(100000),
+		fenced: newFencedSet(100000)}
 	o.Store.Bus().Subscribe(promptstore.KindSession, func(_ context.Context, ev promptstore.Event) { s.pins.drop(ev.ID) })
 	return s
 }

@@ -359,3 +359,198 @@ func TestClose_withLeaseToken_freesTheLease(t *testing.T) {
 		t.Fatalf("lease after close with its token: %v", err)
 	}
 }
+
+// countingLocker counts the lease checks (Holder) a service makes.
+type countingLocker struct {
+	locks.Locker
+	mu      sync.Mutex
+	holders int
+}
+
+func (l *countingLocker) Holder(ctx context.Context, key string) (locks.Info, error) {
+	l.mu.Lock()
+	l.holders++
+	l.mu.Unlock()
+	return l.Locker.Holder(ctx, key)
+}
+
+func (l *countingLocker) checks() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.holders
+}
+
+// A session that never had a lease takes unfenced writes without a lease
+// check (its row's fence is 0, so no lease can be held); once a lease was
+// granted, on this replica or another, every unfenced write checks again,
+// and a held lease still answers lease_held with its holder.
+func TestWrite_unfenced_checksLeasesOnlyAfterOne(t *testing.T) {
+	testenv.ForEachDialect(t, migrations(), func(t *testing.T, db *gorm.DB) {
+		w := newWorld(t, db)
+		ctx := ctxT(t)
+		cl := &countingLocker{Locker: w.store.Locker()}
+		replica := session.New(session.Options{Store: w.store, Resolver: w.rel, Locker: cl, Keys: w.store.Keys()})
+		for _, id := range []string{"u1", "u2"} {
+			if _, _, err := w.sess.Create(ctx, session.CreateInput{SessionID: id, Agent: "a", Env: "prod"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := int64(0); i < 3; i++ {
+			if out, err := replica.Append(ctx, "u1", session.WriteCondition{ExpectedRevision: rev(i)}, []session.TurnInput{turn("x")}); err != nil || out.Revision != i+1 || out.Seqs[0] != i+1 {
+				t.Fatalf("append %d: %+v %v", i, out, err)
+			}
+		}
+		if r, err := replica.PutState(ctx, "u1", "k", 0, nil, json.RawMessage(`1`)); err != nil || r != 1 {
+			t.Fatalf("state: %d %v", r, err)
+		}
+		var rc *session.RevisionConflict
+		if _, err := replica.Append(ctx, "u1", session.WriteCondition{ExpectedRevision: rev(1)}, []session.TurnInput{turn("stale")}); !errors.As(err, &rc) || rc.Current != 3 {
+			t.Fatalf("stale revision: %v", err)
+		}
+		if _, err := replica.Append(ctx, "nope", session.WriteCondition{ExpectedRevision: rev(0)}, []session.TurnInput{turn("x")}); !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("unknown session: %v", err)
+		}
+		if n := cl.checks(); n != 0 {
+			t.Fatalf("%d lease checks for a session that never had a lease", n)
+		}
+
+		// A lease granted by the other replica: the fast path meets the
+		// raised fence and falls back to the full rule.
+		l, err := w.sess.AcquireLease(ctx, "u2", session.LeaseInput{Holder: "A", TTL: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lh *session.LeaseHeld
+		for i := 0; i < 2; i++ {
+			if _, err := replica.Append(ctx, "u2", session.WriteCondition{ExpectedRevision: rev(0)}, []session.TurnInput{turn("unfenced")}); !errors.As(err, &lh) || lh.Holder != "A" {
+				t.Fatalf("unfenced append during a lease (%d): %v", i, err)
+			}
+			if _, err := replica.PutState(ctx, "u2", "k", 0, nil, json.RawMessage(`1`)); !errors.As(err, &lh) || lh.Holder != "A" {
+				t.Fatalf("unfenced state write during a lease (%d): %v", i, err)
+			}
+		}
+		if n := cl.checks(); n < 4 {
+			t.Fatalf("%d lease checks, want one per write", n)
+		}
+		if out, err := replica.Append(ctx, "u2", session.WriteCondition{ExpectedRevision: rev(0), Fence: &l.Fence}, []session.TurnInput{turn("fenced")}); err != nil || out.Revision != 1 {
+			t.Fatalf("fenced append: %+v %v", out, err)
+		}
+		if err := w.sess.ReleaseLease(ctx, "u2", l.Token); err != nil {
+			t.Fatal(err)
+		}
+		before := cl.checks()
+		if out, err := replica.Append(ctx, "u2", session.WriteCondition{ExpectedRevision: rev(1)}, []session.TurnInput{turn("after")}); err != nil || out.Seqs[0] != 2 {
+			t.Fatalf("unfenced append after the release: %+v %v", out, err)
+		}
+		if cl.checks() != before+1 {
+			t.Fatalf("the write after a lease did not check it")
+		}
+		if _, err := replica.Close(ctx, "u1", session.WriteCondition{ExpectedRevision: rev(3)}, ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := replica.Append(ctx, "u1", session.WriteCondition{ExpectedRevision: rev(4)}, []session.TurnInput{turn("late")}); !errors.Is(err, session.ErrClosed) {
+			t.Fatalf("append to closed: %v", err)
+		}
+	})
+}
+
+// An unfenced writer on another replica races a lease holder on fresh
+// sessions (the first unfenced writes take the fast path): no unfenced
+// append is acknowledged while the lease is held throughout it, and no
+// unfenced turn lands between the holder's two turns.
+func TestWrite_unfencedRacesLeaseGrants(t *testing.T) {
+	testenv.ForEachDialect(t, migrations(), func(t *testing.T, db *gorm.DB) {
+		w := newWorld(t, db)
+		ctx := ctxT(t)
+		replica := session.New(session.Options{Store: w.store, Resolver: w.rel})
+		for i := 0; i < 10; i++ {
+			id := fmt.Sprint("race-", i)
+			if _, _, err := w.sess.Create(ctx, session.CreateInput{SessionID: id, Agent: "a", Env: "prod"}); err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			var holding bool
+			wg.Add(2)
+			go func() { // the lease holder: writes two turns with its fence, then lets go
+				defer wg.Done()
+				l, err := w.sess.AcquireLease(ctx, id, session.LeaseInput{Holder: "H", TTL: 10 * time.Second, Wait: 10 * time.Second, Mode: session.ModeWait})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				holding = true
+				mu.Unlock()
+				for k := 0; k < 2; k++ {
+					for {
+						s, err := w.sess.Get(ctx, id, 0, 1000)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						_, err = w.sess.Append(ctx, id, session.WriteCondition{ExpectedRevision: rev(s.Revision), Fence: &l.Fence}, []session.TurnInput{turn(fmt.Sprint("H", k))})
+						var rc *session.RevisionConflict
+						if errors.As(err, &rc) {
+							continue
+						}
+						if err != nil {
+							t.Errorf("holder's append: %v", err)
+						}
+						break
+					}
+				}
+				mu.Lock()
+				holding = false
+				mu.Unlock()
+				if err := w.sess.ReleaseLease(ctx, id, l.Token); err != nil {
+					t.Error(err)
+				}
+			}()
+			go func() { // an unfenced writer on the other replica
+				defer wg.Done()
+				var revision int64
+				for k := 0; k < 20; k++ {
+					mu.Lock()
+					heldBefore := holding
+					mu.Unlock()
+					out, err := replica.Append(ctx, id, session.WriteCondition{ExpectedRevision: rev(revision)}, []session.TurnInput{turn(fmt.Sprint("U", k))})
+					var rc *session.RevisionConflict
+					var lh *session.LeaseHeld
+					switch {
+					case errors.As(err, &rc):
+						revision = rc.Current
+					case errors.As(err, &lh):
+					case err != nil:
+						t.Errorf("unfenced append: %v", err)
+						return
+					default:
+						revision = out.Revision
+						mu.Lock()
+						heldAfter := holding
+						mu.Unlock()
+						if heldBefore && heldAfter {
+							t.Errorf("an unfenced append was acknowledged while the lease was held")
+						}
+					}
+				}
+			}()
+			wg.Wait()
+			s, err := w.sess.Get(ctx, id, 0, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var log []string
+			for _, tr := range s.Turns {
+				var text string
+				_ = json.Unmarshal(tr.Content, &text)
+				log = append(log, text)
+			}
+			for j := range log {
+				if log[j] == "H0" && (j+1 >= len(log) || log[j+1] != "H1") {
+					t.Fatalf("%s: an unfenced turn between the holder's turns: %v", id, log)
+				}
+			}
+		}
+	})
+}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/promptd/promptd/internal/audit"
 	"github.com/promptd/promptd/internal/sqlstore"
-	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 )
 
@@ -88,77 +87,6 @@ func checkCondition(c WriteCondition) error {
 	return nil
 }
 
-// guard applies the write rule before a write: with a fence, the fence is
-// the condition; without one, no lease may be held, and the row's fence
-// read before that check becomes the condition.
-func (s *Service) guard(ctx context.Context, id string, c WriteCondition) (fence int64, err error) {
-	if c.Fence != nil {
-		return *c.Fence, nil
-	}
-	sctx, cancel := s.sqlCtx(ctx)
-	row, err := readSession(s.db.WithContext(sctx), id)
-	cancel()
-	if err != nil {
-		return 0, storeErr(err)
-	}
-	if row.State != Open {
-		return 0, ErrClosed
-	}
-	info, err := s.o.Locker.Holder(ctx, s.key(id))
-	switch {
-	case err == nil:
-		return 0, &LeaseHeld{Holder: info.Holder, ExpiresAt: info.ExpiresAt}
-	case errors.Is(err, locks.ErrNotHeld), errors.Is(err, locks.ErrUnavailable):
-		// Free, or Redis cannot tell: the fence condition still holds the line.
-		return row.Fence, nil
-	}
-	return 0, err
-}
-
-// touchQuery is the write's condition on the session row: fence and open
-// state, and the revision when the write names one.
-func touchQuery(id string, c WriteCondition, fence int64, set string, args ...any) (string, []any) {
-	q := `UPDATE sessions SET ` + set + ` WHERE session_id = ? AND fence = ? AND state = 'open'`
-	args = append(args, id, fence)
-	if c.ExpectedRevision != nil {
-		q += ` AND revision = ?`
-		args = append(args, *c.ExpectedRevision)
-	}
-	return q, args
-}
-
-// conditionalTouch applies the condition with set; a miss is explained.
-func (s *Service) conditionalTouch(tx *gorm.DB, id string, c WriteCondition, fence int64, set string, args ...any) error {
-	q, args := touchQuery(id, c, fence, set, args...)
-	res := tx.Exec(q, args...)
-	if res.Error != nil {
-		return res.Error
-	}
-	if res.RowsAffected == 1 {
-		return nil
-	}
-	return explainMiss(tx, id, c, fence)
-}
-
-// explainMiss says why a conditional write on the session row matched no
-// row: closed, another fence, a lease taken meanwhile, another revision.
-func explainMiss(tx *gorm.DB, id string, c WriteCondition, fence int64) error {
-	row, err := readSession(tx, id)
-	switch {
-	case err != nil:
-		return err
-	case row.State != Open:
-		return ErrClosed
-	case row.Fence != fence && c.Fence != nil:
-		return &StaleFence{Fence: fence, Current: row.Fence}
-	case row.Fence != fence:
-		return &LeaseHeld{} // a lease was granted after the write checked
-	case c.ExpectedRevision != nil && row.Revision != *c.ExpectedRevision:
-		return &RevisionConflict{Current: row.Revision}
-	}
-	return fmt.Errorf("session: %s changed under the write", id)
-}
-
 // appendTouch is the append's conditional update; it returns the session's
 // new turn count in the same round trip (LAST_INSERT_ID on MySQL,
 // RETURNING on SQLite), so the seqs need no second read.
@@ -198,14 +126,8 @@ func (s *Service) Append(ctx context.Context, id string, c WriteCondition, turns
 	if err := validateTurns(turns); err != nil {
 		return nil, err
 	}
-	fence, err := s.guard(ctx, id, c)
-	if err != nil {
-		return nil, s.reject(ctx, id, err)
-	}
-	sctx, cancel := s.sqlCtx(ctx)
-	defer cancel()
 	ms := s.o.Now().UnixMilli()
-	out, err := sqlstore.Transact(sctx, s.db, func(tx *gorm.DB) (*Appended, error) {
+	out, err := guardedWrite(ctx, s, id, c, func(tx *gorm.DB, fence int64) (*Appended, error) {
 		total, err := appendTouch(tx, id, c, fence, len(turns), ms)
 		if err != nil {
 			return nil, err
@@ -222,7 +144,7 @@ func (s *Service) Append(ctx context.Context, id string, c WriteCondition, turns
 		return out, tx.Exec(q, args...).Error
 	})
 	if err != nil {
-		return nil, s.reject(ctx, id, storeErr(err))
+		return nil, s.reject(ctx, id, err)
 	}
 	return out, nil
 }
@@ -280,14 +202,8 @@ func (s *Service) PutState(ctx context.Context, id, key string, expected int64, 
 	if err := checkCondition(WriteCondition{ExpectedRevision: &expected, Fence: fence}); err != nil {
 		return 0, err
 	}
-	f, err := s.guard(ctx, id, c)
-	if err != nil {
-		return 0, s.reject(ctx, id, err)
-	}
-	sctx, cancel := s.sqlCtx(ctx)
-	defer cancel()
 	ms := s.o.Now().UnixMilli()
-	rev, err := sqlstore.Transact(sctx, s.db, func(tx *gorm.DB) (int64, error) {
+	rev, err := guardedWrite(ctx, s, id, c, func(tx *gorm.DB, f int64) (int64, error) {
 		if err := s.conditionalTouch(tx, id, c, f, `updated_at_ms = ?`, ms); err != nil {
 			return 0, err
 		}
@@ -310,7 +226,7 @@ func (s *Service) PutState(ctx context.Context, id, key string, expected int64, 
 		return expected + 1, nil
 	})
 	if err != nil {
-		return 0, s.reject(ctx, id, storeErr(err))
+		return 0, s.reject(ctx, id, err)
 	}
 	return rev, nil
 }
@@ -358,14 +274,8 @@ func (s *Service) Close(ctx context.Context, id string, c WriteCondition, leaseT
 	if err := checkCondition(c); err != nil {
 		return nil, err
 	}
-	fence, err := s.guard(ctx, id, c)
-	if err != nil {
-		return nil, s.reject(ctx, id, err)
-	}
-	sctx, cancel := s.sqlCtx(ctx)
-	defer cancel()
 	ms := s.o.Now().UnixMilli()
-	out, err := sqlstore.Transact(sctx, s.db, func(tx *gorm.DB) (*Session, error) {
+	out, err := guardedWrite(ctx, s, id, c, func(tx *gorm.DB, fence int64) (*Session, error) {
 		if err := s.conditionalTouch(tx, id, c, fence, `state = 'closed', revision = revision + 1, updated_at_ms = ?, closed_at_ms = ?`, ms, ms); err != nil {
 			return nil, err
 		}
@@ -377,7 +287,7 @@ func (s *Service) Close(ctx context.Context, id string, c WriteCondition, leaseT
 			SessionID: id, Resource: "sessions/" + id}, map[string]any{"revision": row.Revision})
 	})
 	if err != nil {
-		return nil, s.reject(ctx, id, storeErr(err))
+		return nil, s.reject(ctx, id, err)
 	}
 	s.pins.drop(id)
 	s.store.Bus().Publish(ctx, promptstore.Event{Kind: promptstore.KindSession, ID: id, Revision: out.Revision})
