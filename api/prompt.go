@@ -66,22 +66,110 @@ func (s *Server) handlePrompt(c echo.Context) error {
 	}
 	buf := bodyPool.Get().(*[]byte)
 	defer bodyPool.Put(buf)
-	body, etag, err := promptBody((*buf)[:0], p)
+	a, err := s.answers.get(p, buf)
 	if err != nil {
 		return err
 	}
-	*buf = body
 	h := c.Response().Header()
-	h.Set("ETag", etag)
-	h.Set(echo.HeaderCacheControl, "private, no-cache")
-	if etagMatches(c.Request().Header.Get("If-None-Match"), etag) {
+	h[headerETag] = a.etag
+	h[echo.HeaderCacheControl] = cacheControlPrivate
+	if etagMatches(c.Request().Header.Get("If-None-Match"), a.etag[0]) {
 		return notModified(c)
 	}
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
+	h[echo.HeaderContentType] = contentTypeJSON
+	h[echo.HeaderContentLength] = a.length
+	c.Response().WriteHeader(http.StatusOK)
+	_, err = c.Response().Write(a.body)
+	return err
 }
 
-// bodyPool recycles resolve bodies: c.Blob has written them when the
-// handler returns.
+// Header values of resolve answers, shared by every response. Nothing
+// writes into a header's slice: net/http reads them, Header.Set replaces
+// the slice and Header.Add appends to a full one, which copies it.
+var (
+	headerETag          = http.CanonicalHeaderKey("ETag")
+	cacheControlPrivate = []string{"private, no-cache"}
+	contentTypeJSON     = []string{echo.MIMEApplicationJSON}
+)
+
+// promptAnswer is a rendered resolve answer: the body, its ETag and its
+// length as header values.
+type promptAnswer struct {
+	body   []byte
+	etag   []string
+	length []string
+}
+
+// answerCache keeps rendered resolve answers, so the runtime path renders
+// and hashes a body once per (snapshot, env, pin) instead of on every
+// request. A body is a function of the Prompt alone, and a snapshot is
+// immutable, so an entry can never be stale: a pointer switch, a release
+// or a revocation resolves to another snapshot or another arm, that is
+// another key. Answers with a release trace (which names the caller's
+// bucket) or a re-pin are rendered each time. The cache is emptied when
+// it holds more than maxBytes of bodies.
+type answerCache struct {
+	mu       sync.RWMutex
+	m        map[answerKey]*promptAnswer
+	bytes    int
+	maxBytes int
+}
+
+// answerKey identifies a cacheable answer: p.Release and p.RepinnedFrom
+// are nil, p.Agent and p.Version are the snapshot's.
+type answerKey struct {
+	snap   *promptstore.Snapshot
+	env    string
+	pinned bool
+}
+
+func newAnswerCache(maxBytes int) *answerCache {
+	return &answerCache{m: map[answerKey]*promptAnswer{}, maxBytes: maxBytes}
+}
+
+// get returns p's answer, rendering it when it is not cached. An answer
+// that is not cacheable is rendered into scratch and valid until scratch
+// is reused.
+func (c *answerCache) get(p *promptstore.Prompt, scratch *[]byte) (*promptAnswer, error) {
+	cacheable := p.Release == nil && p.RepinnedFrom == nil && p.Agent == p.Snapshot.Agent && p.Version == p.Snapshot.Version.Version
+	k := answerKey{snap: p.Snapshot, env: p.Env, pinned: p.Pinned}
+	if cacheable {
+		c.mu.RLock()
+		a := c.m[k]
+		c.mu.RUnlock()
+		if a != nil {
+			return a, nil
+		}
+	}
+	if !cacheable {
+		body, etag, err := promptBody((*scratch)[:0], p)
+		if err != nil {
+			return nil, err
+		}
+		*scratch = body
+		return &promptAnswer{body: body, etag: []string{etag}, length: []string{strconv.Itoa(len(body))}}, nil
+	}
+	body, etag, err := promptBody(nil, p)
+	if err != nil {
+		return nil, err
+	}
+	a := &promptAnswer{body: body, etag: []string{etag}, length: []string{strconv.Itoa(len(body))}}
+	if len(body) <= c.maxBytes/16 {
+		c.mu.Lock()
+		if c.bytes+len(body) > c.maxBytes {
+			c.m, c.bytes = map[answerKey]*promptAnswer{}, 0
+		}
+		if _, ok := c.m[k]; !ok {
+			c.m[k] = a
+			c.bytes += len(body)
+		}
+		c.mu.Unlock()
+	}
+	return a, nil
+}
+
+// bodyPool recycles the bodies of answers that are not cached: they have
+// been written when the handler returns.
 var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
 
 // promptBody renders the resolve answer, appended to b, and its ETag. It is the hot path

@@ -3,6 +3,8 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"testing"
 
 	"github.com/promptd/promptd/promptstore"
@@ -37,5 +39,59 @@ func TestPromptBody_equalsEncodeJSON(t *testing.T) {
 	p.Pinned = false
 	if _, etag, _ := promptBody(nil, &p); etags[etag] || len(etags) != 2 {
 		t.Fatal("the ETag does not follow the body")
+	}
+}
+
+// The answer cache renders a body once per (snapshot, env, pin), never
+// caches an answer that names a release bucket or a re-pin, and starts
+// over when it holds more than its bound.
+func TestAnswerCache_rendersOncePerSnapshotEnvAndPin(t *testing.T) {
+	snap := &promptstore.Snapshot{Version: &promptstore.Version{Agent: "a", Version: 3, Config: json.RawMessage(`{"system":"s"}`), ContentHash: "sha256:ab"}}
+	other := &promptstore.Snapshot{Version: &promptstore.Version{Agent: "a", Version: 3, Config: json.RawMessage(`{"system":"s"}`), ContentHash: "sha256:ab"}}
+	prompt := func(s *promptstore.Snapshot, env string, pinned bool) *promptstore.Prompt {
+		return &promptstore.Prompt{Resolution: promptstore.Resolution{Agent: "a", Env: env, Version: 3, Pinned: pinned}, Snapshot: s}
+	}
+	c := newAnswerCache(1 << 20)
+	var scratch []byte
+	get := func(p *promptstore.Prompt) *promptAnswer {
+		t.Helper()
+		a, err := c.get(p, &scratch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, etag, _ := promptBody(nil, p)
+		if !bytes.Equal(a.body, body) || a.etag[0] != etag || a.length[0] != strconv.Itoa(len(body)) {
+			t.Fatalf("answer %s %v %v, want %s %s", a.body, a.etag, a.length, body, etag)
+		}
+		return a
+	}
+	first := get(prompt(snap, "prod", false))
+	if get(prompt(snap, "prod", false)) != first {
+		t.Fatal("the same answer was rendered twice")
+	}
+	for _, p := range []*promptstore.Prompt{prompt(snap, "dev", false), prompt(snap, "prod", true), prompt(other, "prod", false)} {
+		if get(p) == first {
+			t.Fatalf("%+v shares the answer of another env, pin or snapshot", p.Resolution)
+		}
+	}
+	b, from := 12, 2
+	withRelease := prompt(snap, "prod", false)
+	withRelease.Release = &promptstore.Trace{ID: "rel_1", Arm: "baseline", Bucket: &b, Percent: "10"}
+	repinned := prompt(snap, "prod", true)
+	repinned.RepinnedFrom = &from
+	for _, p := range []*promptstore.Prompt{withRelease, repinned} {
+		n := len(c.m)
+		if get(p); len(c.m) != n {
+			t.Fatalf("cached an answer with release %v, repinned_from %v", p.Release, p.RepinnedFrom)
+		}
+	}
+	small := newAnswerCache(20 * len(first.body))
+	for i := 0; i < 50; i++ {
+		if _, err := small.get(prompt(snap, fmt.Sprint("e", i), false), &scratch); err != nil {
+			t.Fatal(err)
+		}
+		if small.bytes > small.maxBytes || len(small.m) == 0 {
+			t.Fatalf("bounded cache holds %d answers, %d bytes", len(small.m), small.bytes)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 )
 
@@ -23,6 +24,13 @@ func TestPrompt_resolve_etagAnd304(t *testing.T) {
 		etag := rec.Header().Get("ETag")
 		if len(etag) != 34 || rec.Header().Get("Cache-Control") != "private, no-cache" {
 			t.Errorf("ETag %q, Cache-Control %q", etag, rec.Header().Get("Cache-Control"))
+		}
+		if cl := rec.Header().Get("Content-Length"); cl != strconv.Itoa(rec.Body.Len()) {
+			t.Errorf("Content-Length %q for %d bytes", cl, rec.Body.Len())
+		}
+		if again := a.do("GET", path+"?user_id=alice%40example.com", runtime, ""); again.Body.String() != rec.Body.String() ||
+			again.Header().Get("ETag") != etag {
+			t.Errorf("a second resolve answered %s %s", again.Header().Get("ETag"), again.Body)
 		}
 		rec = a.do("GET", path+"?user_id=alice%40example.com", runtime, "", "If-None-Match", etag)
 		if rec.Code != 304 || rec.Body.Len() != 0 || rec.Header().Get("ETag") != etag {

@@ -71,6 +71,9 @@ type Config struct {
 	ImportMaxBytes int64
 }
 
+// answerCacheBytes bounds the bodies the resolve answer cache holds.
+const answerCacheBytes = 32 << 20
+
 // DefaultImportMaxBytes is the body limit of POST /v1/import by default
 // (64 MiB).
 const DefaultImportMaxBytes = 64 << 20
@@ -87,6 +90,8 @@ type Server struct {
 	// limits holds per-route body limits (by route template) that differ
 	// from cfg.BodyLimit, such as /v1/import's.
 	limits map[string]int64
+	// answers caches rendered resolve answers (prompt.go).
+	answers *answerCache
 }
 
 // New returns a server with every route registered.
@@ -128,7 +133,7 @@ func New(cfg Config) *Server {
 	e.Server.ErrorLog = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
 
 	s := &Server{e: e, cfg: cfg, log: cfg.Logger, metrics: newHTTPMetrics(cfg.Registerer),
-		limits: map[string]int64{"/v1/import": cfg.ImportMaxBytes}}
+		limits: map[string]int64{"/v1/import": cfg.ImportMaxBytes}, answers: newAnswerCache(answerCacheBytes)}
 	e.HTTPErrorHandler = s.handleError
 	e.Use(s.observe, s.bodyLimit)
 	s.routes()
