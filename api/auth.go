@@ -64,17 +64,31 @@ const (
 
 // authenticate returns the token a request presents, comparing it with
 // every configured token in constant time (no early exit, so the time does
-// not tell which one matched).
+// not tell which one matched). It compares SHA-256 hashes, as tokenEqual
+// does; the configured secrets were hashed once, in New.
 func (s *Server) authenticate(r *http.Request) (Token, bool) {
 	presented := bearerToken(r)
+	if presented == "" {
+		return Token{}, false
+	}
+	h := sha256.Sum256([]byte(presented))
 	var found Token
 	ok := false
-	for _, t := range s.cfg.Tokens {
-		if tokenEqual(presented, t.Secret) {
+	for i, t := range s.cfg.Tokens {
+		if subtle.ConstantTimeCompare(h[:], s.secretHashes[i][:]) == 1 {
 			found, ok = t, true
 		}
 	}
 	return found, ok
+}
+
+// hashSecrets hashes the configured secrets for authenticate.
+func hashSecrets(tokens []Token) [][sha256.Size]byte {
+	out := make([][sha256.Size]byte, len(tokens))
+	for i, t := range tokens {
+		out[i] = sha256.Sum256([]byte(t.Secret))
+	}
+	return out
 }
 
 // require admits requests whose token has role (an admin token has every

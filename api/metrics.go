@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -16,6 +17,16 @@ type httpMetrics struct {
 	duration *prometheus.HistogramVec
 	storeUp  *prometheus.GaugeVec
 	mode     prometheus.Gauge
+	// observers caches duration's children by series (a seriesKey):
+	// WithLabelValues hashes its labels and formats the status on every
+	// call, and there are a few dozen series (routes are templates).
+	observers sync.Map
+}
+
+// seriesKey names one series of the request duration histogram.
+type seriesKey struct {
+	method, route string
+	status        int
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
@@ -50,7 +61,12 @@ func (m *httpMetrics) observe(method, route string, status int, d time.Duration)
 	if !methods[method] {
 		method = "other"
 	}
-	m.duration.WithLabelValues(method, route, strconv.Itoa(status)).Observe(d.Seconds())
+	k := seriesKey{method, route, status}
+	o, ok := m.observers.Load(k)
+	if !ok {
+		o, _ = m.observers.LoadOrStore(k, m.duration.WithLabelValues(method, route, strconv.Itoa(status)))
+	}
+	o.(prometheus.Observer).Observe(d.Seconds())
 }
 
 func (m *httpMetrics) storeState(store, state string) {

@@ -2,7 +2,9 @@ package api
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
+	"sync/atomic"
 
 	"github.com/labstack/echo/v4"
 )
@@ -20,8 +22,25 @@ func requestIDFor(given string) string {
 	if validRequestID(given) {
 		return given
 	}
+	return newRequestID()
+}
+
+// Generated request ids are 32 hex digits: 16 random ones drawn when the
+// process starts, then a counter. Ids must be unique, not secret; the
+// counter makes a new one cheap on every request without an id.
+var (
+	requestIDPrefix = func() [8]byte {
+		var b [8]byte
+		_, _ = rand.Read(b[:]) // never fails
+		return b
+	}()
+	requestIDCounter atomic.Uint64
+)
+
+func newRequestID() string {
 	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails
+	copy(b[:8], requestIDPrefix[:])
+	binary.BigEndian.PutUint64(b[8:], requestIDCounter.Add(1))
 	return hex.EncodeToString(b[:])
 }
 

@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"net/http"
 
 	"github.com/labstack/echo/v4"
 
@@ -22,7 +23,7 @@ func (s *Server) routes() {
 	runtime, admin := []echo.MiddlewareFunc{s.require(RoleRuntime), s.domain}, []echo.MiddlewareFunc{s.require(RoleAdmin), s.domain}
 	idempotentAdmin := append(admin[:len(admin):len(admin)], s.idempotent)
 	idempotentRuntime := append(runtime[:len(runtime):len(runtime)], s.idempotent)
-	v1 := s.e.Group("/v1")
+	v1 := composed{s.e.Group("/v1")}
 
 	// Prompt versions.
 	v1.GET("/agents", s.handleListAgents, runtime...)
@@ -71,6 +72,39 @@ func (s *Server) routes() {
 	// Batch import and audit.
 	v1.POST("/import", s.handleImport, idempotentAdmin...)
 	v1.GET("/audit", s.handleAudit, admin...)
+}
+
+// composed registers routes with their middleware composed once, at
+// registration: Echo's own route middleware is applied anew on every
+// request (a closure per middleware per request). Same order: the first
+// middleware runs first.
+type composed struct{ g *echo.Group }
+
+func (r composed) add(method, path string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+	for i := len(mw) - 1; i >= 0; i-- {
+		h = mw[i](h)
+	}
+	r.g.Add(method, path, h)
+}
+
+func (r composed) GET(path string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+	r.add(http.MethodGet, path, h, mw...)
+}
+
+func (r composed) POST(path string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+	r.add(http.MethodPost, path, h, mw...)
+}
+
+func (r composed) PUT(path string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+	r.add(http.MethodPut, path, h, mw...)
+}
+
+func (r composed) PATCH(path string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+	r.add(http.MethodPatch, path, h, mw...)
+}
+
+func (r composed) DELETE(path string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+	r.add(http.MethodDelete, path, h, mw...)
 }
 
 // errNoStore: the server was built without a prompt store (an ops-only

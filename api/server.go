@@ -92,6 +92,8 @@ type Server struct {
 	limits map[string]int64
 	// answers caches rendered resolve answers (prompt.go).
 	answers *answerCache
+	// secretHashes are the SHA-256 of cfg.Tokens' secrets, by index.
+	secretHashes [][32]byte
 }
 
 // New returns a server with every route registered.
@@ -133,7 +135,8 @@ func New(cfg Config) *Server {
 	e.Server.ErrorLog = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
 
 	s := &Server{e: e, cfg: cfg, log: cfg.Logger, metrics: newHTTPMetrics(cfg.Registerer),
-		limits: map[string]int64{"/v1/import": cfg.ImportMaxBytes}, answers: newAnswerCache(answerCacheBytes)}
+		limits: map[string]int64{"/v1/import": cfg.ImportMaxBytes}, answers: newAnswerCache(answerCacheBytes),
+		secretHashes: hashSecrets(cfg.Tokens)}
 	e.HTTPErrorHandler = s.handleError
 	e.Use(s.observe, s.bodyLimit)
 	s.routes()
