@@ -9,6 +9,9 @@ type Metrics struct {
 	degradedW *prometheus.CounterVec
 	events    *prometheus.CounterVec
 	resolve   prometheus.Histogram
+	// The runtime path's cache counters, looked up once: WithLabelValues
+	// hashes its labels on every call.
+	pointerHit, pointerMiss, snapshotHit, snapshotMiss prometheus.Counter
 }
 
 // NewMetrics creates and registers the collectors (reg may be nil).
@@ -28,6 +31,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.conflicts, m.cacheOps, m.degradedW, m.events, m.resolve)
 	}
+	m.pointerHit, m.pointerMiss = m.cacheOps.WithLabelValues("pointer", "hit"), m.cacheOps.WithLabelValues("pointer", "miss")
+	m.snapshotHit, m.snapshotMiss = m.cacheOps.WithLabelValues("snapshot", "hit"), m.cacheOps.WithLabelValues("snapshot", "miss")
 	return m
 }
 
@@ -41,9 +46,23 @@ func (m *Metrics) conflict(kind string) {
 func (m *Metrics) Conflict(kind string) { m.conflict(kind) }
 
 func (m *Metrics) cache(name, result string) {
-	if m != nil {
-		m.cacheOps.WithLabelValues(name, result).Inc()
+	if m == nil {
+		return
 	}
+	var c prometheus.Counter
+	switch {
+	case name == "pointer" && result == "hit":
+		c = m.pointerHit
+	case name == "pointer" && result == "miss":
+		c = m.pointerMiss
+	case name == "snapshot" && result == "hit":
+		c = m.snapshotHit
+	case name == "snapshot" && result == "miss":
+		c = m.snapshotMiss
+	default:
+		c = m.cacheOps.WithLabelValues(name, result)
+	}
+	c.Inc()
 }
 
 func (m *Metrics) degraded(store string) {
