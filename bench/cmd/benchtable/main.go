@@ -3,8 +3,10 @@
 // implementation, key mode and goroutine count the cycles/s, p50 and p99
 // acquire latency, the cycles/s ratio against redislock and against the
 // SET NX + DEL floor for the same keys and goroutines, the client's and
-// redis-server's CPU time per cycle, and allocations per cycle. With
-// -count > 1 each cell is the median of the runs.
+// redis-server's CPU time per cycle, and allocations per cycle. Results of
+// BenchmarkLockPaired get a second table: promptd's and redislock's
+// cycles/s and their ratio when they alternate within one benchmark. With
+// -count > 1 (or several rounds) each cell is the median of the runs.
 //
 //	go test -run '^$' -bench . ./... | go run ./cmd/benchtable
 package main
@@ -59,21 +61,29 @@ func main() {
 func run(in io.Reader, out io.Writer, baseline, floor string) error {
 	rows := map[key]*row{}
 	var order []key
+	paired := map[int]*row{} // BenchmarkLockPaired/g=N
 	r := benchfmt.NewReader(in, "stdin")
 	for r.Scan() {
 		res, ok := r.Result().(*benchfmt.Result)
 		if !ok {
 			continue // unit metadata or a syntax error (other output)
 		}
-		k, ok := parseName(res.Name)
-		if !ok {
+		var rw *row
+		if k, ok := parseName(res.Name); ok {
+			rw = rows[k]
+			if rw == nil {
+				rw = &row{impl: k.impl, keys: k.keys, g: k.g, values: map[string][]float64{}}
+				rows[k] = rw
+				order = append(order, k)
+			}
+		} else if g, ok := parsePaired(res.Name); ok {
+			rw = paired[g]
+			if rw == nil {
+				rw = &row{g: g, values: map[string][]float64{}}
+				paired[g] = rw
+			}
+		} else {
 			continue
-		}
-		rw := rows[k]
-		if rw == nil {
-			rw = &row{impl: k.impl, keys: k.keys, g: k.g, values: map[string][]float64{}}
-			rows[k] = rw
-			order = append(order, k)
 		}
 		for _, v := range res.Values {
 			unit, val := v.Unit, v.Value
@@ -86,8 +96,8 @@ func run(in io.Reader, out io.Writer, baseline, floor string) error {
 	if err := r.Err(); err != nil {
 		return err
 	}
-	if len(rows) == 0 {
-		return fmt.Errorf("no BenchmarkLock/impl=…/keys=…/g=… results on stdin")
+	if len(rows) == 0 && len(paired) == 0 {
+		return fmt.Errorf("no BenchmarkLock/impl=…/keys=…/g=… or BenchmarkLockPaired/g=… results on stdin")
 	}
 
 	implRank := map[string]int{}
@@ -113,12 +123,26 @@ func run(in io.Reader, out io.Writer, baseline, floor string) error {
 	})
 
 	var w bytes.Buffer
-	fmt.Fprintf(&w, "| impl | keys | goroutines | cycles/s | p50 µs | p99 µs | vs %s | vs %s | client CPU µs/cycle | Redis CPU µs/cycle | allocs/cycle |\n", baseline, floor)
-	fmt.Fprintf(&w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	if len(rows) > 0 {
+		writeMain(&w, rows, order, baseline, floor)
+	}
+	if len(paired) > 0 {
+		if len(rows) > 0 {
+			w.WriteString("\n")
+		}
+		writePaired(&w, paired)
+	}
+	_, err := out.Write(w.Bytes())
+	return err
+}
+
+func writeMain(w *bytes.Buffer, rows map[key]*row, order []key, baseline, floor string) {
+	fmt.Fprintf(w, "| impl | keys | goroutines | cycles/s | p50 µs | p99 µs | vs %s | vs %s | client CPU µs/cycle | Redis CPU µs/cycle | allocs/cycle |\n", baseline, floor)
+	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, k := range order {
 		rw := rows[k]
 		cps, _ := rw.median("cycles/s")
-		fmt.Fprintf(&w, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			rw.impl, rw.keys, rw.g,
 			num(rw.median("cycles/s")), num(rw.median("p50-us")), num(rw.median("p99-us")),
 			ratio(cps, rows[key{baseline, k.keys, k.g}]),
@@ -127,10 +151,35 @@ func run(in io.Reader, out io.Writer, baseline, floor string) error {
 			integer(rw.median("allocs/op")))
 	}
 	if n := runs(rows); n > 1 {
-		fmt.Fprintf(&w, "\nMedians of %d runs.\n", n)
+		fmt.Fprintf(w, "\nMedians of %d runs.\n", n)
 	}
-	_, err := out.Write(w.Bytes())
-	return err
+}
+
+// writePaired prints BenchmarkLockPaired: promptd and redislock alternating
+// in short slices of one benchmark, so both ran on the same machine state.
+func writePaired(w *bytes.Buffer, paired map[int]*row) {
+	gs := make([]int, 0, len(paired))
+	for g := range paired {
+		gs = append(gs, g)
+	}
+	slices.Sort(gs)
+	fmt.Fprintf(w, "| paired, distinct keys | goroutines | promptd cycles/s | redislock cycles/s | promptd ÷ redislock |\n")
+	fmt.Fprintf(w, "|---|---:|---:|---:|---:|\n")
+	n := 0
+	for _, g := range gs {
+		rw := paired[g]
+		rt, ok := rw.median("promptd/redislock")
+		r := "–"
+		if ok {
+			r = strconv.FormatFloat(rt, 'f', 2, 64) + "×"
+		}
+		fmt.Fprintf(w, "| promptd, redislock | %d | %s | %s | %s |\n", g,
+			num(rw.median("promptd-cycles/s")), num(rw.median("redislock-cycles/s")), r)
+		n = max(n, len(rw.values["promptd/redislock"]))
+	}
+	if n > 1 {
+		fmt.Fprintf(w, "\nMedians of %d runs (the ratio: median of the runs' ratios).\n", n)
+	}
 }
 
 // parseName splits BenchmarkLock/impl=X/keys=Y/g=N[-P].
@@ -164,6 +213,21 @@ func parseName(n benchfmt.Name) (key, bool) {
 		}
 	}
 	return k, k.impl != "" && k.keys != "" && k.g > 0
+}
+
+// parsePaired reads BenchmarkLockPaired/g=N[-P].
+func parsePaired(n benchfmt.Name) (int, bool) {
+	base, parts := n.Parts()
+	if b := strings.TrimPrefix(string(base), "Benchmark"); b != "LockPaired" {
+		return 0, false
+	}
+	for _, p := range parts {
+		if v, ok := strings.CutPrefix(string(p), "/g="); ok {
+			g, err := strconv.Atoi(v)
+			return g, err == nil && g > 0
+		}
+	}
+	return 0, false
 }
 
 func runs(rows map[key]*row) int {

@@ -52,3 +52,35 @@ func TestRunEmpty(t *testing.T) {
 		t.Fatal("no error for input without results")
 	}
 }
+
+func TestRun_paired(t *testing.T) {
+	in := sample + `BenchmarkLockPaired/g=1-2  	 100	 120000 ns/op	 14000 promptd-cycles/s	 0.880 promptd/redislock	 16000 redislock-cycles/s
+BenchmarkLockPaired/g=1-2  	 100	 120000 ns/op	 15000 promptd-cycles/s	 0.900 promptd/redislock	 16500 redislock-cycles/s
+BenchmarkLockPaired/g=1-2  	 100	 120000 ns/op	 9000 promptd-cycles/s	 0.940 promptd/redislock	 9500 redislock-cycles/s
+BenchmarkLockPaired/g=16-2 	 100	 50000 ns/op	 20000 promptd-cycles/s	 0.950 promptd/redislock	 21000 redislock-cycles/s
+`
+	var out strings.Builder
+	if err := run(strings.NewReader(in), &out, "redislock", "floor"); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"| promptd | distinct | 16 | 22000 |", // the main table is still there
+		"| promptd, redislock | 1 | 14000 | 16000 | 0.90× |",
+		"| promptd, redislock | 16 | 20000 | 21000 | 0.95× |",
+		"Medians of 3 runs (the ratio: median of the runs' ratios).",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in\n%s", want, got)
+		}
+	}
+	if strings.Index(got, "| promptd, redislock | 1 |") > strings.Index(got, "| promptd, redislock | 16 |") {
+		t.Errorf("paired rows out of goroutine order:\n%s", got)
+	}
+
+	out.Reset()
+	onlyPaired := "BenchmarkLockPaired/g=1-2 \t 100\t 1 ns/op\t 1 promptd-cycles/s\t 0.5 promptd/redislock\t 2 redislock-cycles/s\n"
+	if err := run(strings.NewReader(onlyPaired), &out, "redislock", "floor"); err != nil || !strings.Contains(out.String(), "| promptd, redislock | 1 | 1.00 | 2.00 | 0.50× |") {
+		t.Errorf("paired results alone: %v\n%s", err, out.String())
+	}
+}
