@@ -21,6 +21,9 @@ type result struct {
 	p50, p99 time.Duration
 	unit     string // "req/s", "rows/s"
 	rate     float64
+	// cpu is the CPU time of promptbench and promptd per operation (0:
+	// promptd's was not read).
+	cpu time.Duration
 }
 
 // load runs fn from conns goroutines until d has passed and collects the
@@ -36,21 +39,36 @@ func load(ctx context.Context, name string, conns int, d time.Duration, fn func(
 // machine's speed during the run (other work on shared cores) lands on
 // both sides alike instead of on whichever ran second.
 func loadPair(ctx context.Context, conns int, d time.Duration, rounds int, a, b named) (result, result) {
+	rs := loadTurns(ctx, conns, d, rounds, a, b)
+	return rs[0], rs[1]
+}
+
+// loadTurns is loadPair for any number of load functions: each round runs
+// every one for d/rounds, last to first in even rounds and first to last
+// in odd ones.
+func loadTurns(ctx context.Context, conns int, d time.Duration, rounds int, fns ...named) []result {
 	if rounds < 1 {
 		rounds = 1
 	}
-	ca, cb := newCollector(a.name, conns), newCollector(b.name, conns)
+	cols := make([]*collector, len(fns))
+	for i, f := range fns {
+		cols[i] = newCollector(f.name, conns)
+	}
 	slice := d / time.Duration(rounds)
 	for r := 0; r < rounds && ctx.Err() == nil; r++ {
-		if r%2 == 0 {
-			cb.run(ctx, slice, b.fn)
-			ca.run(ctx, slice, a.fn)
-		} else {
-			ca.run(ctx, slice, a.fn)
-			cb.run(ctx, slice, b.fn)
+		for k := range fns {
+			i := k
+			if r%2 == 0 {
+				i = len(fns) - 1 - k
+			}
+			cols[i].run(ctx, slice, fns[i].fn)
 		}
 	}
-	return ca.result(), cb.result()
+	out := make([]result, len(fns))
+	for i, c := range cols {
+		out[i] = c.result()
+	}
+	return out
 }
 
 // named is a load function with its row name.
@@ -67,10 +85,12 @@ type collector struct {
 	errs    []int
 	next    []int // per worker: the i of its next call, continued across slices
 	elapsed time.Duration
+	cpu     time.Duration // promptbench's and promptd's, during the slices
+	cpuOK   bool          // every slice read promptd's
 }
 
 func newCollector(name string, conns int) *collector {
-	return &collector{name: name, lat: make([][]time.Duration, conns), errs: make([]int, conns), next: make([]int, conns)}
+	return &collector{name: name, lat: make([][]time.Duration, conns), errs: make([]int, conns), next: make([]int, conns), cpuOK: true}
 }
 
 // run calls fn from every worker until d has passed. Calls in flight at
@@ -79,6 +99,7 @@ func newCollector(name string, conns int) *collector {
 // write happened, and the next slice would start with conflicts.
 func (c *collector) run(ctx context.Context, d time.Duration, fn func(ctx context.Context, worker, i int) error) {
 	var wg sync.WaitGroup
+	self0, server0, ok0 := meter.read(ctx)
 	start := time.Now()
 	end := start.Add(d)
 	for w := range c.lat {
@@ -99,6 +120,9 @@ func (c *collector) run(ctx context.Context, d time.Duration, fn func(ctx contex
 	}
 	wg.Wait()
 	c.elapsed += time.Since(start)
+	self1, server1, ok1 := meter.read(ctx)
+	c.cpu += self1 - self0 + server1 - server0
+	c.cpuOK = c.cpuOK && ok0 && ok1
 }
 
 func (c *collector) result() result {
@@ -115,6 +139,9 @@ func (c *collector) result() result {
 	}
 	if r.elapsed > 0 {
 		r.rate = float64(r.ops) / r.elapsed.Seconds()
+	}
+	if c.cpuOK && r.ops > 0 {
+		r.cpu = c.cpu / time.Duration(r.ops)
 	}
 	return r
 }
@@ -135,14 +162,27 @@ func (t *table) add(r, ref result, target string) {
 	}
 }
 
+// also adds a row measured beside ref that is not the scenario's subject.
+func (t *table) also(r, ref result, note string) {
+	ratio := "-"
+	if ref.rate > 0 {
+		ratio = fmt.Sprintf("%.2fx", r.rate/ref.rate)
+	}
+	t.rows = append(t.rows, row(r, ratio, note))
+}
+
 func row(r result, ratio, note string) string {
-	return fmt.Sprintf("| %s | %d | %d | %.0f %s | %s | %s | %s | %s |", r.name, r.ops, r.errors, r.rate, r.unit,
-		r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), ratio, note)
+	cpu := "-"
+	if r.cpu > 0 {
+		cpu = fmt.Sprintf("%.1f", float64(r.cpu.Nanoseconds())/1000)
+	}
+	return fmt.Sprintf("| %s | %d | %d | %.0f %s | %s | %s | %s | %s | %s |", r.name, r.ops, r.errors, r.rate, r.unit,
+		r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), ratio, cpu, note)
 }
 
 func (t *table) print(w io.Writer) {
-	fmt.Fprintln(w, "| scenario | ops | errors | throughput | p50 | p99 | vs reference | note |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| scenario | ops | errors | throughput | p50 | p99 | vs reference | CPU µs/op (promptbench + promptd) | note |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	for _, r := range t.rows {
 		fmt.Fprintln(w, r)
 	}

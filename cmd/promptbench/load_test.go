@@ -1,9 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,5 +95,76 @@ func TestLoadPair_alternatesSlicesAndFinishesCallsInFlight(t *testing.T) {
 	// extended by the calls in flight at its end (15ms at most).
 	if a.elapsed < 200*time.Millisecond || a.elapsed > 200*time.Millisecond+4*50*time.Millisecond {
 		t.Fatalf("a ran %v in its slices, want 200ms and the calls in flight", a.elapsed)
+	}
+}
+
+// The CPU meter reads promptd's process_cpu_seconds_total, and a result
+// measured with it shows CPU per operation.
+func TestCPUMeter_readsPromptdsCPUFromMetrics(t *testing.T) {
+	var cpu atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer m" {
+			w.WriteHeader(401)
+			return
+		}
+		fmt.Fprintf(w, "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.2f\nother 1\n", float64(cpu.Add(250))/1000)
+	}))
+	defer srv.Close()
+	m := cpuMeter{metricsURLs: []string{srv.URL}, token: "m"}
+	if _, server, ok := m.read(context.Background()); !ok || server != 250*time.Millisecond {
+		t.Fatalf("server CPU %v %v", server, ok)
+	}
+	if _, _, ok := (cpuMeter{metricsURLs: []string{srv.URL}}).read(context.Background()); ok {
+		t.Fatal("read without the token")
+	}
+	old := meter
+	meter = m
+	defer func() { meter = old }()
+	r := load(context.Background(), "x", 2, 50*time.Millisecond, func(context.Context, int, int) error {
+		time.Sleep(time.Millisecond)
+		return nil
+	})
+	if r.cpu <= 0 {
+		t.Fatalf("no CPU per op: %+v", r)
+	}
+	tb := &table{}
+	tb.add(r, result{}, "")
+	var out bytes.Buffer
+	tb.print(&out)
+	if !strings.Contains(out.String(), "CPU µs/op") {
+		t.Fatalf("table:\n%s", out.String())
+	}
+}
+
+// The own-process reference serves the file's bytes and its metrics, and
+// stops when its stdin closes.
+func TestServeBare_servesBytesUntilStdinCloses(t *testing.T) {
+	f := t.TempDir() + "/body"
+	if err := os.WriteFile(f, []byte(`{"x":1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- serveBare(f, inR, outW) }()
+	addr, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + strings.TrimSpace(addr)
+	if b, err := fetch(context.Background(), base+"/prompt", ""); err != nil || string(b) != `{"x":1}` {
+		t.Fatalf("/prompt: %q %v", b, err)
+	}
+	if _, ok := serverCPU(context.Background(), base+"/metrics", ""); !ok {
+		t.Fatal("no process_cpu_seconds_total")
+	}
+	inW.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("still serving after stdin closed")
 	}
 }

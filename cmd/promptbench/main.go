@@ -6,13 +6,14 @@
 //	resolve  GET .../prompt of a 4 KB config   vs a bare Echo handler serving the same bytes
 //	import   10,000 items, all_or_nothing      (rows/s; reference: none, target 5,000 rows/s)
 //	append   turn appends, 1,000 sessions      vs a bare conditional UPDATE + INSERT in MariaDB
+//	append-leased  the same on sessions that held a lease once (each append checks the lease)
 //	lease    session lease acquire+release      vs SET NX PX + DEL on the same Redis
 //	create   version creates, one agent each writer
 //
 // Usage:
 //
 //	promptbench -url http://127.0.0.1:8080 -admin-token T -runtime-token R [-scenario all] [-duration 10s] [-conns 64] [-rounds 5]
-//	            [-mysql-dsn DSN] [-redis-url URL]
+//	            [-mysql-dsn DSN] [-redis-url URL] [-metrics-token T]
 package main
 
 import (
@@ -27,6 +28,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == serveBareArg { // the resolve scenario's own-process reference
+		if err := serveBare(os.Args[2], os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "promptbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
@@ -42,6 +50,7 @@ type config struct {
 	conns               int
 	rounds              int
 	mysqlDSN, redisURL  string
+	metricsToken        string
 	prefix              string
 }
 
@@ -52,12 +61,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&c.url, "url", "http://127.0.0.1:8080", "promptd base URL")
 	fs.StringVar(&c.admin, "admin-token", os.Getenv("PROMPTD_BENCH_ADMIN_TOKEN"), "admin token")
 	fs.StringVar(&c.runtime, "runtime-token", os.Getenv("PROMPTD_BENCH_RUNTIME_TOKEN"), "runtime token")
-	fs.StringVar(&scen, "scenario", "all", "comma-separated: resolve, import, append, lease, create, or all")
+	fs.StringVar(&scen, "scenario", "all", "comma-separated: resolve, import, append, append-leased, lease, create, or all")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "duration of each timed scenario")
 	fs.IntVar(&c.conns, "conns", 64, "concurrent connections (writers)")
 	fs.IntVar(&c.rounds, "rounds", 5, "a scenario and its reference run in turns, this many slices each of duration/rounds")
 	fs.StringVar(&c.mysqlDSN, "mysql-dsn", "", "MariaDB DSN of promptd's database, for the append reference")
 	fs.StringVar(&c.redisURL, "redis-url", "", "promptd's Redis, for the lease reference")
+	fs.StringVar(&c.metricsToken, "metrics-token", os.Getenv("PROMPTD_METRICS_TOKEN"), "promptd's metrics token, if it has one (promptd's CPU time is read from /metrics)")
 	fs.StringVar(&c.prefix, "prefix", fmt.Sprintf("b%d", time.Now().Unix()%100000), "prefix of the agents and sessions it creates")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -65,9 +75,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if c.admin == "" || c.runtime == "" {
 		return fmt.Errorf("-admin-token and -runtime-token are required")
 	}
+	meter = cpuMeter{metricsURLs: []string{strings.TrimSuffix(c.url, "/") + "/metrics"}, token: c.metricsToken}
 	c.scenarios = strings.Split(scen, ",")
 	if scen == "all" {
-		c.scenarios = []string{"resolve", "import", "append", "lease", "create"}
+		c.scenarios = []string{"resolve", "import", "append", "append-leased", "lease", "create"}
 	}
 	t := &table{}
 	for _, s := range c.scenarios {
@@ -78,7 +89,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		case "import":
 			err = benchImport(ctx, c, t)
 		case "append":
-			err = benchAppend(ctx, c, t)
+			err = benchAppend(ctx, c, t, false)
+		case "append-leased":
+			err = benchAppend(ctx, c, t, true)
 		case "lease":
 			err = benchLease(ctx, c, t)
 		case "create":
