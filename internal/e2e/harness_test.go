@@ -201,3 +201,10 @@ func pct(ds []time.Duration, q float64) time.Duration {
 	}
 	return ds[i]
 }
+
+func metOrMissed(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "missed"
+}
