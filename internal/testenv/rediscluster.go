@@ -30,28 +30,7 @@ func StartRedisCluster(t testing.TB) []string {
 	}
 	var addrs []string
 	for i := 0; i < 3; i++ {
-		dir := t.TempDir()
-		port := FreePort(t)
-		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--cluster-node-timeout", "2000",
-			"--dir", dir)
-		cmd.SysProcAttr = procAttr()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		addr := "127.0.0.1:" + strconv.Itoa(port)
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			if pid, err := serverPID(addr); err == nil && pid == cmd.Process.Pid {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("testenv: cluster node %s not ready", addr)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		addrs = append(addrs, addr)
+		addrs = append(addrs, startClusterNode(t, bin))
 	}
 	args := append([]string{"--cluster", "create"}, addrs...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
@@ -97,4 +76,47 @@ func ClusterURL(addrs []string) string {
 		u += sep + "addr=" + a
 	}
 	return u
+}
+
+// startClusterNode starts one cluster-enabled redis-server and waits until
+// it answers as itself. A free port can be taken by another process before
+// the server binds it (the server then exits): up to three ports are tried.
+func startClusterNode(t testing.TB, bin string) string {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		dir := t.TempDir()
+		port := FreePort(t)
+		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--cluster-node-timeout", "2000",
+			"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+		cmd.SysProcAttr = procAttr()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			if pid, err := serverPID(addr); err == nil && pid == cmd.Process.Pid {
+				return addr
+			}
+			select {
+			case <-exited:
+			default:
+				if time.Now().Before(deadline) {
+					time.Sleep(20 * time.Millisecond)
+					continue
+				}
+				_ = cmd.Process.Kill()
+				<-exited
+			}
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("testenv: cluster node %s not ready after %d attempts: %s", addr, attempt, tail(filepath.Join(dir, "redis.log")))
+		}
+		t.Logf("testenv: cluster node on %s did not start (attempt %d), trying another port", addr, attempt)
+	}
 }
