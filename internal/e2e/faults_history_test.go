@@ -179,20 +179,8 @@ var turnModel = porcupine.Model{
 		st, o := state.(turnLog), input.(op)
 		switch o.Kind {
 		case kAppend:
-			applies := st.n == o.ExpRev
-			switch {
-			case o.Unknown: // happened (if it could) or not: porcupine can put it last
-				if applies {
-					return true, turnLog{st.n + 1, st.s + o.Text + "\x00"}
-				}
-				return true, st
-			case o.ok():
-				return applies && o.Rev == st.n+1 && o.Seq == st.n+1, turnLog{st.n + 1, st.s + o.Text + "\x00"}
-			case o.Code == "revision_conflict":
-				return !applies, st
-			default: // rejected for another reason (lease_held, stale_fence): no change
-				return true, st
-			}
+			next := turnLog{st.n + 1, st.s + o.Text + "\x00"}
+			return casStep(o, st, next, st.n == o.ExpRev, o.Rev == st.n+1 && o.Seq == st.n+1, o.Code == "revision_conflict")
 		case kRead:
 			if o.Rev != st.n {
 				return false, st
@@ -208,6 +196,27 @@ var turnModel = porcupine.Model{
 	DescribeOperation: func(input, _ interface{}) string { o := input.(op); return o.describe() },
 }
 
+// casStep is the step of a write conditional on a revision: applies says
+// the model's state meets its condition, asExpected that an acknowledged
+// answer names the revision the write must have made, conflict that the
+// answer was the revision-conflict rejection. An unknown outcome happened
+// if it could (porcupine may place it last, where it changes nothing
+// observed); another rejection (lease_held, stale_fence) changed nothing.
+func casStep[S any](o op, st, next S, applies, asExpected, conflict bool) (bool, interface{}) {
+	switch {
+	case o.Unknown:
+		if applies {
+			return true, next
+		}
+		return true, st
+	case o.ok():
+		return applies && asExpected, next
+	case conflict:
+		return !applies, st
+	}
+	return true, st
+}
+
 type stateEntry struct {
 	rev int64
 	val string
@@ -221,21 +230,8 @@ var stateModel = porcupine.Model{
 		st, o := state.(stateEntry), input.(op)
 		switch o.Kind {
 		case kPut:
-			applies := st.rev == o.ExpRev
 			next := stateEntry{st.rev + 1, o.Text}
-			switch {
-			case o.Unknown:
-				if applies {
-					return true, next
-				}
-				return true, st
-			case o.ok():
-				return applies && o.Rev == st.rev+1, next
-			case o.Code == "revision_conflict":
-				return !applies, st
-			default:
-				return true, st
-			}
+			return casStep(o, st, next, st.rev == o.ExpRev, o.Rev == st.rev+1, o.Code == "revision_conflict")
 		case kSRead:
 			return o.Rev == st.rev && o.Text == st.val, st
 		}
@@ -258,21 +254,8 @@ var pointerModel = porcupine.Model{
 		st, o := state.(pointerState), input.(op)
 		switch o.Kind {
 		case kCAS:
-			applies := st.rev == o.ExpRev
 			next := pointerState{st.rev + 1, o.Version}
-			switch {
-			case o.Unknown:
-				if applies {
-					return true, next
-				}
-				return true, st
-			case o.ok():
-				return applies && o.Rev == st.rev+1, next
-			case o.Code == "revision_conflict" || o.Status == 412:
-				return !applies, st
-			default:
-				return true, st
-			}
+			return casStep(o, st, next, st.rev == o.ExpRev, o.Rev == st.rev+1, o.Code == "revision_conflict" || o.Status == 412)
 		case kPRead:
 			return o.Rev == st.rev && o.Version == st.ver, st
 		}
