@@ -10,12 +10,21 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"sort"
-	"strconv"
+	"slices"
 	"unicode/utf8"
+
+	"github.com/promptd/promptd/internal/jsonin"
+)
+
+// MaxDepth is the deepest nesting of objects and arrays Canonical accepts.
+const MaxDepth = jsonin.DefaultMaxDepth
+
+// Errors Canonical returns (wrapped in a *jsonin.Error naming the place);
+// test with errors.Is.
+var (
+	ErrDuplicateKey = jsonin.ErrDuplicateKey
+	ErrTooDeep      = jsonin.ErrTooDeep
 )
 
 // Canonical returns the canonical JSON of a JSON document: object keys
@@ -23,15 +32,21 @@ import (
 // numbers exactly as written. Duplicate object keys and trailing data are
 // errors, so two different documents never share a canonical form by
 // accident of parsing.
+//
+// The document is checked strictly first (jsonin.Check): nested at most
+// MaxDepth deep, valid UTF-8 without lone surrogates, so no two documents
+// share a canonical form because one had bytes replaced by U+FFFD. The
+// canonical form is then written from the bytes themselves, without a
+// parsed tree: the memory it takes beyond its answer is the members of the
+// objects it is inside, whatever the document holds.
 func Canonical(doc []byte) ([]byte, error) {
-	v, err := parseJSON(doc)
-	if err != nil {
+	if err := jsonin.Check(doc, MaxDepth); err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(doc))
-	writeCanonical(&buf, v)
-	return buf.Bytes(), nil
+	c := &canon{doc: doc}
+	c.out.Grow(len(doc))
+	c.value(c.ws(0))
+	return c.out.Bytes(), nil
 }
 
 // Hash is "sha256:" + hex of canonical JSON: a content_hash.
@@ -40,115 +55,159 @@ func Hash(canonical []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// jsonValue is a parsed JSON value keeping numbers as written:
-// nil, bool, json.Number, string, []jsonValue or *jsonObject.
-type jsonValue = any
-
-type jsonObject struct {
-	keys []string
-	vals map[string]jsonValue
+// member is one object member: its key (decoded) and where its value is.
+type member struct {
+	key   []byte // decoded, for sorting
+	raw   []byte // as written, between the quotes
+	value int
 }
 
-// ErrDuplicateKey is returned for an object that names a key twice.
-var ErrDuplicateKey = errors.New("duplicate object key")
-
-func parseJSON(doc []byte) (jsonValue, error) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	v, err := parseValue(dec)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("unexpected data after the JSON value")
-	}
-	return v, nil
+// canon writes the canonical form of a document jsonin.Check accepted.
+type canon struct {
+	doc     []byte
+	out     bytes.Buffer
+	members []member // a stack: the members of every object being written
 }
 
-func parseValue(dec *json.Decoder) (jsonValue, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			obj := &jsonObject{vals: map[string]jsonValue{}}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				k := kt.(string)
-				if _, dup := obj.vals[k]; dup {
-					return nil, fmt.Errorf("%w %q", ErrDuplicateKey, k)
-				}
-				v, err := parseValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				obj.keys = append(obj.keys, k)
-				obj.vals[k] = v
-			}
-			_, err := dec.Token() // '}'
-			return obj, err
-		case '[':
-			arr := []jsonValue{}
-			for dec.More() {
-				v, err := parseValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				arr = append(arr, v)
-			}
-			_, err := dec.Token() // ']'
-			return arr, err
+func (c *canon) ws(i int) int {
+	for i < len(c.doc) {
+		switch c.doc[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
 		}
-		return nil, fmt.Errorf("unexpected %v", t)
-	default:
-		return t, nil // nil, bool, json.Number, string
+	}
+	return i
+}
+
+// value writes the value at i and returns where it ends.
+func (c *canon) value(i int) int {
+	switch c.doc[i] {
+	case '{':
+		return c.object(i)
+	case '[':
+		c.out.WriteByte('[')
+		i = c.ws(i + 1)
+		for n := 0; c.doc[i] != ']'; n++ {
+			if n > 0 {
+				c.out.WriteByte(',')
+			}
+			i = c.ws(c.value(i))
+			if c.doc[i] == ',' {
+				i = c.ws(i + 1)
+			}
+		}
+		c.out.WriteByte(']')
+		return i + 1
+	case '"':
+		end := stringEnd(c.doc, i)
+		writeString(&c.out, c.doc[i+1:end-1])
+		return end
+	}
+	end := i
+	for end < len(c.doc) && !delimiter(c.doc[end]) {
+		end++
+	}
+	c.out.Write(c.doc[i:end]) // a number as written, or a literal
+	return end
+}
+
+func (c *canon) object(i int) int {
+	base := len(c.members)
+	i = c.ws(i + 1)
+	for c.doc[i] != '}' {
+		kend := stringEnd(c.doc, i)
+		raw := c.doc[i+1 : kend-1]
+		key := raw
+		if bytes.IndexByte(raw, '\\') >= 0 {
+			key = []byte(jsonin.Unescape(raw))
+		}
+		i = c.ws(kend)
+		i = c.ws(i + 1) // ':'
+		c.members = append(c.members, member{key: key, raw: raw, value: i})
+		i = c.ws(skip(c.doc, i))
+		if c.doc[i] == ',' {
+			i = c.ws(i + 1)
+		}
+	}
+	top := len(c.members)
+	slices.SortFunc(c.members[base:top], func(a, b member) int { return bytes.Compare(a.key, b.key) })
+	c.out.WriteByte('{')
+	for j := base; j < top; j++ {
+		if j > base {
+			c.out.WriteByte(',')
+		}
+		m := c.members[j] // nested objects grow the stack above top
+		writeString(&c.out, m.raw)
+		c.out.WriteByte(':')
+		c.value(m.value)
+	}
+	c.out.WriteByte('}')
+	c.members = c.members[:base]
+	return i + 1
+}
+
+func delimiter(b byte) bool {
+	switch b {
+	case ',', ']', '}', ' ', '\t', '\n', '\r':
+		return true
+	}
+	return false
+}
+
+// stringEnd returns the index after the closing quote of the string that
+// starts at i.
+func stringEnd(doc []byte, i int) int {
+	for i++; ; i++ {
+		switch doc[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
 	}
 }
 
-func writeCanonical(buf *bytes.Buffer, v jsonValue) {
-	switch x := v.(type) {
-	case nil:
-		buf.WriteString("null")
-	case bool:
-		buf.WriteString(strconv.FormatBool(x))
-	case json.Number:
-		buf.WriteString(string(x))
-	case string:
-		writeString(buf, x)
-	case []jsonValue:
-		buf.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				buf.WriteByte(',')
+// skip returns where the value at i ends, without writing it.
+func skip(doc []byte, i int) int {
+	switch doc[i] {
+	case '"':
+		return stringEnd(doc, i)
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch doc[i] {
+			case '"':
+				i = stringEnd(doc, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
 			}
-			writeCanonical(buf, e)
 		}
-		buf.WriteByte(']')
-	case *jsonObject:
-		keys := append([]string(nil), x.keys...)
-		sort.Strings(keys)
-		buf.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			writeString(buf, k)
-			buf.WriteByte(':')
-			writeCanonical(buf, x.vals[k])
-		}
-		buf.WriteByte('}')
 	}
+	for i < len(doc) && !delimiter(doc[i]) {
+		i++
+	}
+	return i
 }
 
-// writeString escapes like encoding/json without HTML escaping: quote,
-// backslash and control characters; invalid UTF-8 becomes U+FFFD.
-func writeString(buf *bytes.Buffer, s string) {
+// writeString writes the string whose body (between the quotes, escapes
+// as written) is raw, escaped like encoding/json without HTML escaping:
+// quote, backslash and control characters, U+2028 and U+2029.
+func writeString(buf *bytes.Buffer, raw []byte) {
+	if bytes.IndexByte(raw, '\\') < 0 && bytes.IndexByte(raw, 0xE2) < 0 {
+		// Nothing to decode and nothing to escape: Check refused raw
+		// control characters, and U+2028/U+2029 start with 0xE2.
+		buf.WriteByte('"')
+		buf.Write(raw)
+		buf.WriteByte('"')
+		return
+	}
+	s := jsonin.Unescape(raw)
 	const hexd = "0123456789abcdef"
 	buf.WriteByte('"')
 	for i := 0; i < len(s); {
@@ -175,9 +234,7 @@ func writeString(buf *bytes.Buffer, s string) {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			buf.WriteString(`\ufffd`)
-		} else if r == '\u2028' || r == '\u2029' {
+		if r == '\u2028' || r == '\u2029' {
 			fmt.Fprintf(buf, `\u%04x`, r)
 		} else {
 			buf.WriteString(s[i : i+size])
