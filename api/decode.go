@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"reflect"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/promptd/promptd/internal/jsonin"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 )
@@ -21,17 +23,103 @@ import (
 // validator is a request body that checks itself after decoding.
 type validator interface{ validate() error }
 
-// decode reads the request body (within the route's body limit) into dst,
-// strictly, then validates it: the one way handlers read bodies.
+// maxBodyDepth is how deeply a request body may nest objects and arrays.
+const maxBodyDepth = jsonin.DefaultMaxDepth
+
+// ctxBody holds the request body once readBody has read and checked it.
+const ctxBody = "promptd.body"
+
+// readBody is the one way request bodies enter promptd: it reads the body
+// once (within the route's body limit, so a body is never held beyond it,
+// and with a depth guard, so a body nested too deeply is refused at the
+// byte that goes too deep) and checks it with jsonin before anything parses
+// or hashes it: one JSON value, nested at most maxBodyDepth deep, strict
+// UTF-8 (an invalid byte or a lone surrogate is refused, never replaced),
+// no control characters in strings, no key twice in an object. A refusal
+// is 400 invalid_json naming the member (field). A body that stops before
+// its end (the client gave up, or the read timeout cut it) is 400
+// invalid_json, never an internal error. An empty body is returned as is:
+// the caller decides what it means.
+func readBody(c echo.Context) ([]byte, error) {
+	b, _, err := readBodyRaw(c)
+	return b, err
+}
+
+// bodyRead is what readBodyRaw found, kept for the request.
+type bodyRead struct {
+	body     []byte
+	complete bool // the body was received whole (err is a refusal of its content)
+	err      error
+}
+
+// readBodyRaw is readBody that also returns, for a body received whole but
+// refused, its bytes (the Idempotency-Key binds such a request to them, so
+// a repeat is answered with the stored 400).
+func readBodyRaw(c echo.Context) ([]byte, *bodyRead, error) {
+	if r, ok := c.Get(ctxBody).(*bodyRead); ok {
+		if r.err != nil {
+			return nil, r, r.err
+		}
+		return r.body, r, nil
+	}
+	r := &bodyRead{}
+	r.body, r.err = io.ReadAll(&jsonin.DepthGuard{R: c.Request().Body, Max: maxBodyDepth})
+	var tooLarge *http.MaxBytesError
+	switch {
+	case r.err == nil:
+		r.complete = true
+		if len(bytes.TrimSpace(r.body)) > 0 {
+			if err := jsonin.Check(r.body, maxBodyDepth); err != nil {
+				r.err = jsonRefused(err)
+			}
+		}
+	case errors.As(r.err, &tooLarge):
+		// 413 body_too_large
+	case errors.Is(r.err, jsonin.ErrTooDeep):
+		r.err = jsonRefused(r.err) // refused at the byte that went too deep, the rest unread
+	default:
+		r.err = &Error{Code: CodeInvalidJSON, Err: &clientGone{r.err},
+			Detail: "the request body was not received whole (the client stopped sending it)"}
+	}
+	c.Set(ctxBody, r)
+	if r.err != nil {
+		return nil, r, r.err
+	}
+	return r.body, r, nil
+}
+
+// jsonRefused is the 400 invalid_json for a body jsonin refused.
+func jsonRefused(err error) error {
+	var e *jsonin.Error
+	if !errors.As(err, &e) {
+		return Errorf(CodeInvalidJSON, "the request body is not valid JSON")
+	}
+	p := &Error{Code: CodeInvalidJSON, Err: err, Detail: "the request body is not valid JSON: " + e.Error()}
+	if e.Path != "" {
+		p.With("field", e.Path)
+	}
+	return p
+}
+
+// clientGone marks an error caused by the client going away (a body cut
+// short, a connection closed): an answer nobody reads, not a fault of
+// promptd's, so it is never logged as an error.
+type clientGone struct{ err error }
+
+func (e *clientGone) Error() string { return "client gone: " + e.err.Error() }
+func (e *clientGone) Unwrap() error { return e.err }
+
+// decode reads the request body (readBody) into dst, strictly, then
+// validates it: the one way handlers read bodies.
 //
-//   - not JSON, trailing data, not an object, a duplicate key: 400 invalid_json
+//   - what readBody refuses, an empty body, not an object: 400 invalid_json
 //   - an unknown member, a value of the wrong type (a fraction or an
 //     out-of-range number for an integer): 400 invalid_field naming it
 //   - then dst.validate(), when dst has one.
 func decode(c echo.Context, dst any) error {
-	body, err := io.ReadAll(c.Request().Body)
+	body, err := readBody(c)
 	if err != nil {
-		return err // *http.MaxBytesError: 413 body_too_large
+		return err
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return Errorf(CodeInvalidJSON, "the request body is empty; a JSON object is required")
@@ -42,7 +130,7 @@ func decode(c echo.Context, dst any) error {
 // decodeOptional is decode for routes whose body may be left out (POST
 // .../pause): an empty body is the empty object.
 func decodeOptional(c echo.Context, dst any) error {
-	body, err := io.ReadAll(c.Request().Body)
+	body, err := readBody(c)
 	if err != nil {
 		return err
 	}

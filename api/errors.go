@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -313,6 +314,24 @@ func leaseHeld(err error, holder string, expires time.Time) *Error {
 	return p
 }
 
+// statusClientClosed is recorded for requests whose client went away
+// before the answer (nginx's 499); it is never sent, nobody is there.
+const statusClientClosed = 499
+
+// clientLeft reports whether err is the consequence of the client having
+// gone away: its request's context is cancelled (the connection closed)
+// and the handler failed because of it, or failed in any way the client
+// cannot see any more.
+func clientLeft(r *http.Request, err error) bool {
+	if r.Context().Err() == nil {
+		return false
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	return problemFor(err).Status() >= http.StatusInternalServerError
+}
+
 // problemType is the URI prefix of the "type" member; the code completes it.
 const problemType = "urn:promptd:problem:"
 
@@ -320,9 +339,20 @@ const problemType = "urn:promptd:problem:"
 // responses, as application/problem+json. Internal errors are logged with
 // their cause; the client sees only the code.
 func (s *Server) handleError(err error, c echo.Context) {
+	r := c.Request()
+	if clientLeft(r, err) {
+		// Nobody reads this answer: not a fault of promptd's, so neither an
+		// error log line nor a 5xx in the metrics. 499 (nginx's "client
+		// closed request") is what the access log and metrics record.
+		s.log.DebugContext(r.Context(), "client closed the request", "method", r.Method,
+			"route", routeOf(c, err), "request_id", requestIDOf(c), "err", err)
+		if !c.Response().Committed {
+			c.Response().WriteHeader(statusClientClosed)
+		}
+		return
+	}
 	p := problemFor(err)
 	status := p.Status()
-	r := c.Request()
 	if status >= http.StatusInternalServerError {
 		s.log.ErrorContext(r.Context(), "request failed", "code", p.Code, "method", r.Method,
 			"route", routeOf(c, err), "request_id", requestIDOf(c), "err", err)

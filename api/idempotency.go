@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"time"
 
@@ -62,12 +61,22 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 		if !validIdempotencyKey(key) || len(r.Header.Values(headerIdempotencyKey)) > 1 {
 			return invalidField(headerIdempotencyKey, "Idempotency-Key must be one value of 1..%d printable ASCII characters", maxIdempotencyKey)
 		}
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			return err // 413: the body was never received whole, so it cannot be bound to the key
+		// The body is read and checked before it is hashed: what cannot be
+		// received whole or is not strict JSON is refused here (413, 400),
+		// never canonicalised.
+		body, read, err := readBodyRaw(c)
+		if err != nil && !read.complete {
+			return err // 413, or a body cut short: never bound to the key
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		k := idempotency.NewKey(actorOf(c), r.Method, r.URL.Path, key, bodyHash(body))
+		hash := idempotency.HashBody(read.body) // refused content: bound to its bytes
+		if err == nil {
+			hash = bodyHash(body)
+		}
+		params, err := pathValues(c)
+		if err != nil {
+			return err
+		}
+		k := idempotency.NewKey(actorOf(c), r.Method, c.Path(), params, key, hash)
 		store := s.cfg.Idempotency
 		end, err := store.Begin(k)
 		if err != nil {
@@ -162,6 +171,20 @@ func bodyHash(body []byte) string {
 		return idempotency.HashBody(canon)
 	}
 	return idempotency.HashBody(body)
+}
+
+// pathValues are the request's path parameters, unescaped, in route order.
+func pathValues(c echo.Context) ([]string, error) {
+	names := c.ParamNames()
+	vals := make([]string, len(names))
+	for i, n := range names {
+		v, err := param(c, n)
+		if err != nil {
+			return nil, err
+		}
+		vals[i] = v
+	}
+	return vals, nil
 }
 
 func validIdempotencyKey(k string) bool {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,9 +13,7 @@ import (
 
 // importRequest is the body of POST /v1/import.
 type importRequest struct {
-	Mode  string            `json:"mode"`
-	Items []json.RawMessage `json:"items"`
-
+	Mode  string
 	items []promptstore.ImportItem
 }
 
@@ -28,32 +27,89 @@ type importItem struct {
 	Message     string          `json:"message"`
 }
 
-func (r *importRequest) validate() error {
-	if r.Mode == "" {
-		return invalidField("mode", `mode is required: "partial" or "all_or_nothing"`)
+// decodeImport reads an import body item by item: the count is checked as
+// the items stream past, so a body with too many items is refused at the
+// first one over the limit, before the rest is decoded, and each item is
+// decoded and checked on its own (its errors name "items[i].field").
+// readBody has checked the whole body's syntax, depth and UTF-8 first.
+func decodeImport(c echo.Context) (*importRequest, error) {
+	body, err := readBody(c)
+	if err != nil {
+		return nil, err
 	}
-	if r.Items == nil {
-		return invalidField("items", "items is required")
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, Errorf(CodeInvalidJSON, "the request body is empty; a JSON object is required")
 	}
-	if len(r.Items) > promptstore.MaxImportItems {
-		return invalidField("items", "at most %d items", promptstore.MaxImportItems)
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, _ := dec.Token(); tok != json.Delim('{') {
+		return nil, Errorf(CodeInvalidJSON, "the request body is not a JSON object")
 	}
-	r.items = make([]promptstore.ImportItem, len(r.Items))
-	for i, raw := range r.Items {
+	req := &importRequest{}
+	var sawMode, sawItems bool
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return nil, Errorf(CodeInvalidJSON, "the request body does not decode: %v", err)
+		}
+		switch key := kt.(string); key {
+		case "mode":
+			sawMode = true
+			if err := dec.Decode(&req.Mode); err != nil {
+				return nil, invalidField("mode", `mode must be "partial" or "all_or_nothing"`)
+			}
+		case "items":
+			sawItems = true
+			if req.items, err = decodeImportItems(dec); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, invalidField(key, "unknown field %q", key)
+		}
+	}
+	switch {
+	case !sawMode || req.Mode == "":
+		return nil, invalidField("mode", `mode is required: "partial" or "all_or_nothing"`)
+	case !sawItems || req.items == nil:
+		return nil, invalidField("items", "items is required")
+	}
+	return req, nil
+}
+
+// decodeImportItems decodes the items array, one element at a time.
+func decodeImportItems(dec *json.Decoder) ([]promptstore.ImportItem, error) {
+	tok, err := dec.Token()
+	if tok == nil && err == nil {
+		return nil, nil // "items": null
+	}
+	if err != nil || tok != json.Delim('[') {
+		return nil, invalidField("items", "items must be an array of at most %d items", promptstore.MaxImportItems)
+	}
+	items := []promptstore.ImportItem{}
+	for i := 0; dec.More(); i++ {
+		if i == promptstore.MaxImportItems {
+			return nil, invalidField("items", "at most %d items", promptstore.MaxImportItems)
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, Errorf(CodeInvalidJSON, "the request body does not decode: %v", err)
+		}
 		prefix := fmt.Sprintf("items[%d].", i)
 		var it importItem
 		if err := decodeObject(raw, prefix, &it); err != nil {
-			return err
+			return nil, err
 		}
 		if it.BaseVersion == nil {
-			return invalidField(prefix+"base_version", "base_version is required")
+			return nil, invalidField(prefix+"base_version", "base_version is required")
 		}
 		if !isObject(it.Config) {
-			return invalidField(prefix+"config", "config is required and must be a JSON object")
+			return nil, invalidField(prefix+"config", "config is required and must be a JSON object")
 		}
-		r.items[i] = promptstore.ImportItem{Agent: it.Agent, BaseVersion: *it.BaseVersion, Config: it.Config, Message: it.Message}
+		items = append(items, promptstore.ImportItem{Agent: it.Agent, BaseVersion: *it.BaseVersion, Config: it.Config, Message: it.Message})
 	}
-	return nil
+	if _, err := dec.Token(); err != nil { // ']'
+		return nil, Errorf(CodeInvalidJSON, "the request body does not decode: %v", err)
+	}
+	return items, nil
 }
 
 func importEntity(r *promptstore.ImportResult) any { return r }
@@ -63,8 +119,8 @@ func importEntity(r *promptstore.ImportResult) any { return r }
 // conflict or an invalid item writes nothing: 409 import_rejected with the
 // same results and summary.
 func (s *Server) handleImport(c echo.Context) error {
-	var req importRequest
-	if err := decode(c, &req); err != nil {
+	req, err := decodeImport(c)
+	if err != nil {
 		return err
 	}
 	ctx := onCommit(s, c, http.StatusOK, importEntity)

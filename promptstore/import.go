@@ -199,18 +199,34 @@ func (s *Store) importTx(ctx context.Context, tx *gorm.DB, mode string, preps []
 			a.orig, a.latest, a.existed = r.LatestVersion, r.LatestVersion, true
 		}
 	}
-	// Chain the items in order.
+	// Chain the items in order. Once an item of an agent is not applied
+	// (invalid or a conflict), its later items are conflicts too: they were
+	// written to build on it, and applying one could put it on top of a
+	// version its author never saw (someone else's with the same number).
 	created := make([]int, len(preps))
+	broken := map[string]int{} // agent -> index of its first item not applied
 	for i, p := range preps {
 		if p == nil {
 			res.Summary.Invalid++
+			if _, ok := broken[res.Results[i].Agent]; !ok {
+				broken[res.Results[i].Agent] = i
+			}
 			continue
 		}
 		a := agents[p.in.Agent]
+		if first, ok := broken[p.in.Agent]; ok {
+			latest := a.latest
+			res.Results[i] = ImportItemResult{Agent: p.in.Agent, Status: "conflict", LatestVersion: &latest,
+				Error: &ItemError{Code: "version_conflict", Field: "base_version",
+					Detail: fmt.Sprintf("item %d of agent %s was not applied, and this item comes after it", first, p.in.Agent)}}
+			res.Summary.Conflict++
+			continue
+		}
 		if p.in.BaseVersion != a.latest {
 			latest := a.latest
 			res.Results[i] = ImportItemResult{Agent: p.in.Agent, Status: "conflict", LatestVersion: &latest}
 			res.Summary.Conflict++
+			broken[p.in.Agent] = i
 			continue
 		}
 		a.latest++

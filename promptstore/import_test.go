@@ -32,14 +32,15 @@ func TestImport_chainsItemsPerAgentAndReportsEach(t *testing.T) {
 			{Agent: "a", BaseVersion: 0, Config: cfg("a1")},
 			{Agent: "a", BaseVersion: 1, Config: cfg("a2")},
 			{Agent: "b", BaseVersion: 0, Config: cfg("stale")}, // b is at 1
-			{Agent: "b", BaseVersion: 1, Config: cfg("b2")},
+			{Agent: "b", BaseVersion: 1, Config: cfg("b2")},    // builds on the stale item: not on b1
 			{Agent: "c", BaseVersion: 0, Config: json.RawMessage(`{"system": "{{x}}"}`)},
+			{Agent: "c", BaseVersion: 1, Config: cfg("c2")}, // builds on the invalid item
 			{Agent: "a", BaseVersion: 2, Config: cfg("a3")},
 		}
 		before := count(t, db, "prompt_versions")
 		_, err := s.Import(ctx, promptstore.ImportInput{Mode: promptstore.ImportAllOrNothing, Items: items})
 		var rej *promptstore.ImportRejected
-		if !errors.As(err, &rej) || rej.Result.Summary.Conflict != 1 || rej.Result.Summary.Invalid != 1 || rej.Result.Summary.Created != 0 {
+		if !errors.As(err, &rej) || rej.Result.Summary.Conflict != 3 || rej.Result.Summary.Invalid != 1 || rej.Result.Summary.Created != 0 {
 			t.Fatalf("all_or_nothing: %v", err)
 		}
 		if count(t, db, "prompt_versions") != before {
@@ -49,25 +50,35 @@ func TestImport_chainsItemsPerAgentAndReportsEach(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []string{"created", "created", "conflict", "created", "invalid", "created"}
+		// Item 3 was written on top of item 2; item 2 conflicted, so item 3
+		// is a conflict too, not a version on top of someone else's b1 (it
+		// was "created" before, silently).
+		want := []string{"created", "created", "conflict", "conflict", "invalid", "conflict", "created"}
 		for i, r := range res.Results {
 			if r.Status != want[i] {
 				t.Fatalf("item %d: %+v, want %s", i, r, want[i])
 			}
 		}
-		if *res.Results[5].Version != 3 || *res.Results[2].LatestVersion != 1 || *res.Results[3].Version != 2 ||
+		if *res.Results[6].Version != 3 || *res.Results[2].LatestVersion != 1 || *res.Results[3].LatestVersion != 1 ||
+			res.Results[3].Error == nil || res.Results[5].Error == nil || *res.Results[5].LatestVersion != 0 ||
 			res.Results[4].Error.Code != promptstore.CodeUndeclaredVariable {
 			t.Fatalf("results: %+v", res.Results)
 		}
-		if res.Summary != (promptstore.ImportSummary{Created: 4, Conflict: 1, Invalid: 1}) || res.BatchFingerprint == "" {
+		if res.Summary != (promptstore.ImportSummary{Created: 3, Conflict: 3, Invalid: 1}) || res.BatchFingerprint == "" {
 			t.Fatalf("summary %+v fp %q", res.Summary, res.BatchFingerprint)
 		}
 		v, err := s.GetVersion(ctx, "a", 3)
 		if err != nil || string(v.Config) != `{"system":"a3"}` {
 			t.Fatalf("a v3: %+v %v", v, err)
 		}
-		// The chain continues from the imported versions.
-		if _, err := s.CreateVersion(ctx, promptstore.CreateVersionInput{Agent: "b", BaseVersion: 2, Config: cfg("b3")}); err != nil {
+		if v, err := s.GetVersion(ctx, "b", 1); err != nil || string(v.Config) != `{"system":"b1"}` {
+			t.Fatalf("b v1: %+v %v", v, err)
+		}
+		if _, err := s.GetVersion(ctx, "b", 2); !errors.Is(err, promptstore.ErrVersionNotFound) {
+			t.Fatalf("b v2 exists: %v", err)
+		}
+		// The chain continues from the stored versions.
+		if _, err := s.CreateVersion(ctx, promptstore.CreateVersionInput{Agent: "b", BaseVersion: 1, Config: cfg("b2")}); err != nil {
 			t.Fatal(err)
 		}
 		var n int

@@ -3,6 +3,7 @@ package promptstore
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -30,6 +31,31 @@ func TestCanonical_rejectsDuplicateKeysAndTrailingData(t *testing.T) {
 	}
 	if _, err := Canonical([]byte(`{"a":{"x":1,"x":1}}`)); !errors.Is(err, ErrDuplicateKey) {
 		t.Fatalf("nested duplicate: %v", err)
+	}
+}
+
+// TestCanonical_refusesHostileDocuments: 3 MiB of '[' overflowed the
+// goroutine stack (a fatal error, the process died); invalid UTF-8 and a
+// lone surrogate were replaced by U+FFFD, so two different configs had the
+// same content hash.
+func TestCanonical_refusesHostileDocuments(t *testing.T) {
+	for name, doc := range map[string]string{
+		"3 MiB of [":       strings.Repeat("[", 3<<20),
+		"65 levels":        strings.Repeat("[", 65) + strings.Repeat("]", 65),
+		"invalid UTF-8":    "{\"system\":\"a\xffb\"}",
+		"lone surrogate":   `{"system":"a\ud800b"}`,
+		"nested duplicate": `{"a":{"b":1,"b":2}}`,
+	} {
+		if out, err := Canonical([]byte(doc)); err == nil {
+			t.Errorf("%s: accepted as %.40q", name, out)
+		}
+	}
+	replaced, err := Canonical([]byte(`{"system":"a\ufffdb"}`))
+	if err != nil || string(replaced) != "{\"system\":\"a\uFFFDb\"}" {
+		t.Fatalf("a real U+FFFD: %q, %v", replaced, err)
+	}
+	if _, err := Canonical([]byte(strings.Repeat("[", 64) + strings.Repeat("]", 64))); err != nil {
+		t.Fatalf("64 levels: %v", err)
 	}
 }
 

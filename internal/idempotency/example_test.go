@@ -24,7 +24,7 @@ func Example() {
 	store := idempotency.New(db, idempotency.Options{})
 
 	body := []byte(`{"name":"x"}`)
-	key := idempotency.NewKey("ops", "POST", "/v1/things", "client-key-1", idempotency.HashBody(body))
+	key := idempotency.NewKey("ops", "POST", "/v1/things", nil, "client-key-1", idempotency.HashBody(body))
 	write := func() string {
 		if r, _ := store.Lookup(ctx, key); r != nil {
 			return fmt.Sprintf("replayed %d %s", r.Status, r.Body)

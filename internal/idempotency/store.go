@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -29,18 +30,35 @@ var (
 // DefaultTTL is how long outcomes are kept when Options.TTL is zero.
 const DefaultTTL = 24 * time.Hour
 
-// Key identifies a request: Scope is the hex SHA-256 of
-// "name|method|path|key", BodyHash the hex SHA-256 of its body.
+// Key identifies a request: Scope is the hex SHA-256 of the request's
+// scope parts (see NewKey), BodyHash the hex SHA-256 of its body.
 type Key struct {
 	Scope    string
 	BodyHash string
 }
 
 // NewKey scopes the client's key to the caller's name (a token name, never
-// a secret), the method and the concrete path, and binds it to bodyHash.
-func NewKey(name, method, path, key, bodyHash string) Key {
-	sum := sha256.Sum256([]byte(name + "|" + method + "|" + path + "|" + key))
-	return Key{Scope: hex.EncodeToString(sum[:]), BodyHash: bodyHash}
+// a secret), the method, the route template and the values of its path
+// parameters (unescaped), and binds it to bodyHash. Every part is
+// length-prefixed, so no choice of names, path values or keys can make two
+// different requests share a scope ("k|x" + "y" and "k" + "x|y" do not).
+func NewKey(name, method, route string, params []string, key, bodyHash string) Key {
+	h := sha256.New()
+	part := func(s string) {
+		var n [20]byte
+		h.Write(strconv.AppendInt(n[:0], int64(len(s)), 10))
+		h.Write([]byte{':'})
+		h.Write([]byte(s))
+	}
+	part(name)
+	part(method)
+	part(route)
+	part(strconv.Itoa(len(params)))
+	for _, p := range params {
+		part(p)
+	}
+	part(key)
+	return Key{Scope: hex.EncodeToString(h.Sum(nil)), BodyHash: bodyHash}
 }
 
 // HashBody is the hex SHA-256 of b, the usual BodyHash.

@@ -37,7 +37,7 @@ var created = idempotency.Response{Status: 201, ContentType: "application/json",
 
 func TestBegin_concurrentRepeat_isInProgress_otherBody_isReused(t *testing.T) {
 	s := idempotency.New(nil, idempotency.Options{})
-	k := idempotency.NewKey("ops", "POST", "/v1/import", "k1", "aa")
+	k := idempotency.NewKey("ops", "POST", "/v1/import", nil, "k1", "aa")
 	end, err := s.Begin(k)
 	if err != nil {
 		t.Fatal(err)
@@ -45,10 +45,10 @@ func TestBegin_concurrentRepeat_isInProgress_otherBody_isReused(t *testing.T) {
 	if _, err := s.Begin(k); !errors.Is(err, idempotency.ErrInProgress) {
 		t.Fatalf("same body while in progress: %v", err)
 	}
-	if _, err := s.Begin(idempotency.NewKey("ops", "POST", "/v1/import", "k1", "bb")); !errors.Is(err, idempotency.ErrKeyReused) {
+	if _, err := s.Begin(idempotency.NewKey("ops", "POST", "/v1/import", nil, "k1", "bb")); !errors.Is(err, idempotency.ErrKeyReused) {
 		t.Fatalf("other body while in progress: %v", err)
 	}
-	if end2, err := s.Begin(idempotency.NewKey("other-token", "POST", "/v1/import", "k1", "aa")); err != nil {
+	if end2, err := s.Begin(idempotency.NewKey("other-token", "POST", "/v1/import", nil, "k1", "aa")); err != nil {
 		t.Fatalf("another caller's scope: %v", err)
 	} else {
 		end2()
@@ -62,13 +62,33 @@ func TestBegin_concurrentRepeat_isInProgress_otherBody_isReused(t *testing.T) {
 	end3()
 }
 
+// TestNewKey_partsCannotBleedIntoEachOther: with the parts joined by "|"
+// (as before), PUT .../state/k|x with key y and PUT .../state/k with key
+// x|y shared a scope, and the second replayed the first's answer.
+func TestNewKey_partsCannotBleedIntoEachOther(t *testing.T) {
+	route := "/v1/sessions/:id/state/:key"
+	a := idempotency.NewKey("ops", "PUT", route, []string{"s1", "k|x"}, "y", "h")
+	b := idempotency.NewKey("ops", "PUT", route, []string{"s1", "k"}, "x|y", "h")
+	c := idempotency.NewKey("ops", "PUT", route, []string{"s1k", ""}, "y", "h")
+	d := idempotency.NewKey("ops", "PUT", route, []string{"s1", "k"}, "y", "h")
+	if a.Scope == b.Scope || a.Scope == c.Scope || c.Scope == d.Scope || b.Scope == d.Scope {
+		t.Fatalf("scope collision: %v %v %v %v", a.Scope, b.Scope, c.Scope, d.Scope)
+	}
+	e := idempotency.NewKey("o", "ps|PUT", route, nil, "k", "h")
+	f := idempotency.NewKey("o|ps", "PUT", route, nil, "k", "h")
+	if e.Scope == f.Scope {
+		t.Fatal("name and method bleed into each other")
+	}
+}
+
 func TestNewKey_scopesByNameMethodPathAndKey(t *testing.T) {
-	base := idempotency.NewKey("ops", "POST", "/v1/agents/a/versions", "k", "h")
+	base := idempotency.NewKey("ops", "POST", "/v1/agents/a/versions", nil, "k", "h")
 	for _, k := range []idempotency.Key{
-		idempotency.NewKey("ci", "POST", "/v1/agents/a/versions", "k", "h"),
-		idempotency.NewKey("ops", "PUT", "/v1/agents/a/versions", "k", "h"),
-		idempotency.NewKey("ops", "POST", "/v1/agents/b/versions", "k", "h"),
-		idempotency.NewKey("ops", "POST", "/v1/agents/a/versions", "k2", "h"),
+		idempotency.NewKey("ci", "POST", "/v1/agents/a/versions", nil, "k", "h"),
+		idempotency.NewKey("ops", "PUT", "/v1/agents/a/versions", nil, "k", "h"),
+		idempotency.NewKey("ops", "POST", "/v1/agents/b/versions", nil, "k", "h"),
+		idempotency.NewKey("ops", "POST", "/v1/agents/a/versions", []string{"a"}, "k", "h"),
+		idempotency.NewKey("ops", "POST", "/v1/agents/a/versions", nil, "k2", "h"),
 	} {
 		if k.Scope == base.Scope {
 			t.Errorf("scope collision: %+v", k)
@@ -84,7 +104,7 @@ func TestStore_recordsInTheWritesTransaction_andReplays(t *testing.T) {
 		clk := &clock{t: time.UnixMilli(1_700_000_000_000)}
 		s := idempotency.New(db, idempotency.Options{TTL: time.Hour, Now: clk.now})
 		ctx := ctxT(t)
-		k := idempotency.NewKey("ops", "POST", "/v1/agents/a/versions", "k1", idempotency.HashBody([]byte(`{}`)))
+		k := idempotency.NewKey("ops", "POST", "/v1/agents/a/versions", nil, "k1", idempotency.HashBody([]byte(`{}`)))
 
 		if r, err := s.Lookup(ctx, k); r != nil || err != nil {
 			t.Fatalf("Lookup before = %v, %v", r, err)
@@ -117,7 +137,7 @@ func TestStore_recordsInTheWritesTransaction_andReplays(t *testing.T) {
 		if _, err := sqlstore.Transact(hctx, db, func(tx *gorm.DB) (string, error) { return "x", nil }); err != nil {
 			t.Fatalf("other result type: %v", err)
 		}
-		k2 := idempotency.NewKey("ops", "POST", "/v1/agents/a/versions", "k2", "h")
+		k2 := idempotency.NewKey("ops", "POST", "/v1/agents/a/versions", nil, "k2", "h")
 		h2 := sqlstore.WithCommitHook(ctx, s.Hook(k2, func(any) (idempotency.Response, bool, error) {
 			return created, true, nil
 		}, func(idempotency.Response) {}))
@@ -172,13 +192,13 @@ func TestSweep_deletesOnlyExpired_inBatches(t *testing.T) {
 		s := idempotency.New(db, idempotency.Options{TTL: time.Minute, Now: clk.now})
 		ctx := ctxT(t)
 		for i := range 1005 {
-			k := idempotency.NewKey("ops", "POST", "/p", string(rune('a'+i%26))+time.Duration(i).String(), "h")
+			k := idempotency.NewKey("ops", "POST", "/p", nil, string(rune('a'+i%26))+time.Duration(i).String(), "h")
 			if err := s.Save(ctx, k, created); err != nil {
 				t.Fatal(err)
 			}
 		}
 		clk.add(2 * time.Minute)
-		live := idempotency.NewKey("ops", "POST", "/p", "live", "h")
+		live := idempotency.NewKey("ops", "POST", "/p", nil, "live", "h")
 		if err := s.Save(ctx, live, created); err != nil {
 			t.Fatal(err)
 		}
@@ -198,7 +218,7 @@ func TestInsert_concurrentTransactions_secondWaitsThenExists(t *testing.T) {
 	db := testenv.OpenDB(t, sqlstore.Config{MySQLDSN: testenv.MySQLDSN(t)}, idempotency.Migrations())
 	s := idempotency.New(db, idempotency.Options{})
 	ctx := ctxT(t)
-	k := idempotency.NewKey("ops", "POST", "/v1/import", "race", "h")
+	k := idempotency.NewKey("ops", "POST", "/v1/import", nil, "race", "h")
 	inserted, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
