@@ -67,10 +67,10 @@ type RedisBackend struct {
 	c        RedisClient
 	timeout  time.Duration
 	fenceTTL time.Duration
-	bound   *callBound
-	channel string
-	chanArg any // channel, boxed once for the scripts' arguments
-	notify  *notifier
+	bound    *callBound
+	channel  string
+	chanArg  any // channel, boxed once for the scripts' arguments
+	notify   *notifier
 
 	subOnce sync.Once
 	mu      sync.Mutex
