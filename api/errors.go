@@ -78,6 +78,7 @@ var statuses = map[string]int{
 	"idempotency_key_reused":  422,
 	"lease_held":              423,
 	"precondition_required":   428,
+	"quota_exceeded":          429,
 	"internal":                500,
 	"store_unavailable":       503,
 }
@@ -225,6 +226,9 @@ func problemFor(err error) *Error {
 	case errors.Is(err, locks.ErrUnavailable):
 		return (&Error{Code: CodeStoreUnavailable, Detail: "the lock store is unavailable; retry later", Err: err}).
 			With("store", "redis").WithHeader("Retry-After", "1")
+	case errors.Is(err, locks.ErrTooManyWaiters):
+		return (&Error{Code: "quota_exceeded", Detail: "too many lease requests are waiting on this instance; retry later", Err: err}).
+			WithHeader("Retry-After", "1")
 	case errors.Is(err, echo.ErrNotFound):
 		return &Error{Code: CodeNotFound, Detail: "no such route", Err: err}
 	case errors.Is(err, echo.ErrMethodNotAllowed):

@@ -1,6 +1,7 @@
 -- Grants a lease. KEYS[1]: lock key, KEYS[2]: its fence counter, in the
--- same hash tag. ARGV: owner (see below), ttl ms, holder, and only when not
--- the defaults: mode ("preempt", "reenter"; "" acquires), min fence, nonce.
+-- same hash tag. ARGV: owner (see below), ttl ms, holder, fence counter ttl
+-- ms, and only when not the defaults: mode ("preempt", "reenter"; ""
+-- acquires), min fence, nonce.
 --
 -- The lock key is a string that expires with the lease (SET PX):
 --   <owner> <count> <nonce> <waited> <fence> <since µs> <holder>
@@ -19,7 +20,7 @@
 --   {0, holder, fence, pttl ms}: held by another (now marked waited);
 --   {-1}: reenter by an owner that does not hold the key.
 local v = redis.call('GET', KEYS[1])
-local mode = ARGV[4]
+local mode = ARGV[5]
 if v then
   local tl, p = string.match(v, '^(%d+):()')
   local e = p + tonumber(tl)
@@ -27,9 +28,9 @@ if v then
   local f, s, h = string.match(rest, '^(%d+) (%d+) (.*)$')
   if string.sub(v, 1, e - 1) == ARGV[1] then
     n = tonumber(n)
-    if mode == 'reenter' and r ~= ARGV[6] then
+    if mode == 'reenter' and r ~= ARGV[7] then
       n = n + 1
-      redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. n .. ' ' .. ARGV[6] .. ' ' .. w .. ' ' .. rest, 'PX', ARGV[2])
+      redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. n .. ' ' .. ARGV[7] .. ' ' .. w .. ' ' .. rest, 'PX', ARGV[2])
     else
       redis.call('PEXPIRE', KEYS[1], ARGV[2])
     end
@@ -52,7 +53,10 @@ end
 -- was lost, as long as the server clock does not step back. The time is
 -- kept as the string TIME's two parts make (formatting a Lua number,
 -- string.format or tostring, costs about 0.3 µs of server time here), and
--- the counter is written once, with the final fence.
+-- the counter is written once, with the final fence. The counter expires
+-- (ARGV[4], a day by default, far beyond any lease), so keys of resources
+-- locked once do not stay forever; a grant after it expired is above it by
+-- the time component.
 local t = redis.call('TIME')
 local us = t[2]
 if #us < 6 then us = string.rep('0', 6 - #us) .. us end
@@ -62,10 +66,10 @@ local now = tonumber(fs)
 local f = now
 local c = tonumber(redis.call('GET', KEYS[2]) or '0')
 if c + 1 > f then f = c + 1 end
-local floor = tonumber(ARGV[5] or '0')
+local floor = tonumber(ARGV[6] or '0')
 if floor + 1 > f then f = floor + 1 end
 if f ~= now then fs = string.format('%.0f', f) end
-redis.call('SET', KEYS[2], fs)
+redis.call('SET', KEYS[2], fs, 'PX', ARGV[4])
 redis.call('SET', KEYS[1], ARGV[1] .. ' 1 - - ' .. fs .. ' ' .. since .. ' ' .. ARGV[3], 'PX', ARGV[2])
 if v then
   return {3, f, now}

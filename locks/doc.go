@@ -19,6 +19,18 @@
 // Locker on top adds keepalive, in-process reentrancy, waiting woken by
 // release, ordered all-or-nothing multi-resource acquisition and metrics.
 //
+// Leases granted WithoutKeepalive are held by someone else (an HTTP client)
+// who renews and releases them by token, perhaps through another instance
+// (Locker.Renew, Locker.Release). The granting process never reports them
+// lost: at its local deadline such a Lease just ends. Only leases this
+// process keeps alive are logged, counted and hooked (OnLost) when lost.
+// Acquires that wait are bounded per process (Options.MaxWaiters); one more
+// gets ErrTooManyWaiters.
+//
 // Keys follow promptd's key schema, built by Keys: P:lock:<kind>:{<id>}, with
-// the fence counter at <lock key>:fence in the same Redis Cluster slot.
+// the fence counter at <lock key>:fence in the same Redis Cluster slot. Every
+// key expires: a lock with its lease, a fence counter RedisOptions.FenceTTL
+// (a day) after its last grant, after which the time component keeps fences
+// growing. The memory backend likewise drops expired entries and the fence
+// counters its monotonic clock has passed.
 package locks

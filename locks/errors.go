@@ -24,7 +24,24 @@ var (
 	// ErrStaleFence: a fenced write carried a fence lower than the highest
 	// one the storage has seen. The error is a *StaleFenceError.
 	ErrStaleFence = errors.New("locks: stale fence")
+	// ErrTooManyWaiters: Options.MaxWaiters acquires of this process already
+	// wait for held keys; the acquire was not sent to wait. The error is a
+	// *TooManyWaitersError. Retry later.
+	ErrTooManyWaiters = errors.New("locks: too many waiters")
 )
+
+// TooManyWaitersError is returned by an acquire that would wait while
+// Limit acquires of this process already do.
+type TooManyWaitersError struct {
+	Limit int
+}
+
+func (e *TooManyWaitersError) Error() string {
+	return fmt.Sprintf("locks: %d acquires already wait for held keys in this process", e.Limit)
+}
+
+// Is makes errors.Is(err, ErrTooManyWaiters) true.
+func (e *TooManyWaitersError) Is(target error) bool { return target == ErrTooManyWaiters }
 
 // Conflict describes who holds a key that could not be obtained.
 type Conflict struct {

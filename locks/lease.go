@@ -147,7 +147,9 @@ func (l *Lease) Context() context.Context {
 func (l *Lease) Done() <-chan struct{} { return l.Context().Done() }
 
 // Err is nil while the lease is held, ErrLeaseLost after a loss and
-// ErrReleased after Release.
+// ErrReleased after Release. For a lease granted without keepalive,
+// ErrLeaseLost says only that its local deadline passed (its holder may
+// have renewed it by token elsewhere).
 func (l *Lease) Err() error {
 	if l == nil {
 		return ErrLeaseLost
@@ -296,8 +298,43 @@ func (l *Lease) tick() {
 		l.m.ka.schedule(l, time.Now())
 	case time.Now().Before(l.deadline):
 		l.mu.Unlock() // extended meanwhile
+	case !l.keepalive:
+		l.expire()
 	default:
 		l.lose("expired", ErrLeaseLost)
+	}
+}
+
+// expire ends a lease without keepalive at its local deadline; called with
+// l.mu held, it releases it. Such a lease is held by a client that renews
+// and releases it by token, perhaps through another instance, which this
+// process never hears of: passing the deadline says nothing about the
+// lease, so it is neither logged nor counted as lost. Err reports
+// ErrLeaseLost from now on: this process no longer vouches for the grant.
+func (l *Lease) expire() {
+	renewing, cancel := l.end(stateLost)
+	l.m.unregister(l, renewing)
+	if cancel != nil {
+		cancel(ErrLeaseLost)
+	}
+}
+
+// releasedByToken ends a lease with keepalive whose key a release by token
+// (Locker.Release) freed: it was released, not lost, and the backend call
+// is already done.
+func (l *Lease) releasedByToken() {
+	l.mu.Lock()
+	if l.state != stateHeld {
+		l.mu.Unlock()
+		return
+	}
+	renewing, cancel := l.end(stateReleased)
+	l.m.unregister(l, renewing)
+	if cancel != nil {
+		cancel(ErrReleased)
+	}
+	if mt := l.m.opts.Metrics; mt != nil {
+		mt.held(l.key, time.Since(l.acquired).Seconds())
 	}
 }
 
@@ -311,7 +348,8 @@ func (l *Lease) lost(cause error) {
 	l.lose("taken", cause)
 }
 
-// lose is called with l.mu held and releases it.
+// lose is called with l.mu held and releases it: a lease this process keeps
+// alive was lost, which is logged (WARN), counted and reported to OnLost.
 func (l *Lease) lose(reason string, cause error) {
 	renewing, cancel := l.end(stateLost)
 	l.m.unregister(l, renewing)

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,9 @@ type Event struct {
 }
 
 // Hooks are called synchronously; keep them cheap (queue audit writes).
+// OnLost is called for leases this process keeps alive; leases granted
+// without keepalive (held by HTTP clients by token) are never reported
+// lost: their holder renews or releases them, perhaps elsewhere.
 type Hooks struct {
 	OnAcquired    func(Event)
 	OnPreempted   func(Event) // a grant took the key over from another holder
@@ -73,7 +77,15 @@ type Options struct {
 	// Backoff bounds the fallback polling while waiting; zero values mean
 	// 5ms base and 250ms cap.
 	BackoffBase, BackoffCap time.Duration
+	// MaxWaiters bounds the acquires of this process that wait at once for
+	// a held key (PROMPTD_LEASE_MAX_WAITERS); zero means DefaultMaxWaiters,
+	// negative means no limit. One more waiter gets a *TooManyWaitersError
+	// at once; acquires that do not wait are never limited.
+	MaxWaiters int
 }
+
+// DefaultMaxWaiters is the waiter limit when Options.MaxWaiters is zero.
+const DefaultMaxWaiters = 10000
 
 // Manager implements Locker over a Backend: keepalive, reentrancy, waiting,
 // multi-resource acquisition, metrics and hooks.
@@ -83,10 +95,15 @@ type Manager struct {
 	log  *slog.Logger
 	ka   *keepalive
 
-	mu     sync.Mutex
-	held   map[*Lease]struct{} // leases with keepalive, released at Close
-	closed atomic.Bool         // set under mu, read without it by checkOpen
+	mu      sync.Mutex
+	held    map[heldKey][]*Lease // leases with keepalive, released at Close
+	closed  atomic.Bool          // set under mu, read without it by checkOpen
+	waiting atomic.Int64         // acquires waiting for a held key
 }
+
+// heldKey finds the leases this process keeps alive for a key and token, so
+// that a release by token reaches them.
+type heldKey struct{ key, token string }
 
 var _ Locker = (*Manager)(nil)
 
@@ -101,7 +118,10 @@ func New(b Backend, opts Options) *Manager {
 	if opts.BackoffCap <= 0 {
 		opts.BackoffCap = 250 * time.Millisecond
 	}
-	m := &Manager{b: b, opts: opts, log: opts.Logger, held: map[*Lease]struct{}{}}
+	if opts.MaxWaiters == 0 {
+		opts.MaxWaiters = DefaultMaxWaiters
+	}
+	m := &Manager{b: b, opts: opts, log: opts.Logger, held: map[heldKey][]*Lease{}}
 	m.ka = newKeepalive(m)
 	return m
 }
@@ -203,6 +223,7 @@ func (m *Manager) Acquire(ctx context.Context, key string, ttl time.Duration, op
 	}
 	var l *Lease
 	var err error
+	waiting := false
 	for attempt := 0; ; attempt++ {
 		l, err = m.try(ctx, key, ttl, o)
 		if err == nil || o.wait <= 0 {
@@ -211,6 +232,13 @@ func (m *Manager) Acquire(ctx context.Context, key string, ttl time.Duration, op
 		var held *HeldError
 		if !errors.As(err, &held) {
 			break
+		}
+		if !waiting {
+			if err = m.startWaiting(key); err != nil {
+				break
+			}
+			waiting = true
+			defer m.stopWaiting()
 		}
 		if !m.pause(ctx, watch, deadline, held.Conflicts[0].ExpiresAt, attempt) {
 			break
@@ -258,7 +286,8 @@ func (m *Manager) try(ctx context.Context, key string, ttl time.Duration, o acqu
 		m.mu.Lock()
 		closed := m.closed.Load()
 		if !closed {
-			m.held[l] = struct{}{}
+			hk := heldKey{key, token}
+			m.held[hk] = append(m.held[hk], l)
 		}
 		m.mu.Unlock()
 		if closed {
@@ -307,24 +336,81 @@ func (m *Manager) Holder(ctx context.Context, key string) (Info, error) {
 	return Info{Key: key, Holder: g.Holder, Fence: g.Fence, Since: g.Since, ExpiresAt: time.Now().Add(g.TTL), Count: g.Count}, nil
 }
 
-// Renew implements Locker.
+// Renew implements Locker. A token that no longer holds key (the lease ran
+// to its TTL or was taken over) is ErrLeaseLost, counted and logged at
+// debug level as a token op, never as a lost lease: for a lease held by a
+// client it is the client's news, not a loss of promptd's own.
 func (m *Manager) Renew(ctx context.Context, key, token string, ttl time.Duration) (time.Time, error) {
 	sent := time.Now()
 	_, err := m.b.Renew(ctx, key, token, ttl)
-	m.opts.Metrics.renewed(key, err == nil)
+	switch {
+	case err == nil:
+		m.opts.Metrics.renewed(key, true)
+	case errors.Is(err, ErrLeaseLost):
+		m.tokenLost(key, "renew")
+	default:
+		m.opts.Metrics.renewed(key, false)
+	}
 	if err != nil {
 		return time.Time{}, err
 	}
 	return sent.Add(ttl), nil
 }
 
-// Release implements Locker.
+// Release implements Locker. When it frees a key that this process keeps
+// alive under token, that lease ends as released (not lost).
 func (m *Manager) Release(ctx context.Context, key, token string) (bool, error) {
 	freed, err := m.b.Release(ctx, key, token, newNonce())
-	if err == nil && freed && m.opts.Hooks.OnReleased != nil {
-		m.opts.Hooks.OnReleased(Event{Key: key})
+	if errors.Is(err, ErrLeaseLost) {
+		m.tokenLost(key, "release")
+	}
+	if err == nil && freed {
+		for _, l := range m.heldBy(key, token) {
+			l.releasedByToken()
+		}
+		if m.opts.Hooks.OnReleased != nil {
+			m.opts.Hooks.OnReleased(Event{Key: key})
+		}
 	}
 	return freed, err
+}
+
+// tokenLost records a renewal or release by token that found the token no
+// longer holding key.
+func (m *Manager) tokenLost(key, op string) {
+	m.opts.Metrics.tokenLost(key, op)
+	m.log.Debug("lease not held by the token", "key", key, "op", op)
+}
+
+// heldBy returns the leases this process keeps alive for key and token.
+func (m *Manager) heldBy(key, token string) []*Lease {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.held) == 0 {
+		return nil
+	}
+	return slices.Clone(m.held[heldKey{key, token}])
+}
+
+// Waiters is how many acquires of this process are waiting for a held key.
+func (m *Manager) Waiters() int { return int(m.waiting.Load()) }
+
+// startWaiting counts one more waiter, or returns a *TooManyWaitersError
+// when the limit is reached.
+func (m *Manager) startWaiting(key string) error {
+	n := m.waiting.Add(1)
+	if limit := m.opts.MaxWaiters; limit > 0 && n > int64(limit) {
+		m.waiting.Add(-1)
+		m.opts.Metrics.failure(key, "too_many_waiters")
+		return &TooManyWaitersError{Limit: limit}
+	}
+	m.opts.Metrics.addWaiters(1)
+	return nil
+}
+
+func (m *Manager) stopWaiting() {
+	m.waiting.Add(-1)
+	m.opts.Metrics.addWaiters(-1)
 }
 
 // Ping implements Locker.
@@ -341,8 +427,8 @@ func (m *Manager) Close(ctx context.Context) error {
 	}
 	m.closed.Store(true)
 	leases := make([]*Lease, 0, len(m.held))
-	for l := range m.held {
-		leases = append(leases, l)
+	for _, ls := range m.held {
+		leases = append(leases, ls...)
 	}
 	m.mu.Unlock()
 	var errs []error
@@ -371,7 +457,12 @@ func (m *Manager) unregister(l *Lease, renewing bool) {
 	}
 	if l.keepalive {
 		m.mu.Lock()
-		delete(m.held, l)
+		hk := heldKey{l.key, l.token}
+		if ls := slices.DeleteFunc(m.held[hk], func(o *Lease) bool { return o == l }); len(ls) > 0 {
+			m.held[hk] = ls
+		} else {
+			delete(m.held, hk)
+		}
 		m.mu.Unlock()
 	}
 }

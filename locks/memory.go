@@ -6,15 +6,30 @@ import (
 	"time"
 )
 
+// memorySweepEvery is how often the memory backend drops what expired: on
+// the first call after the period, and by a timer while it holds entries,
+// so its maps shrink even when no call comes.
+const memorySweepEvery = time.Second
+
 // MemoryBackend keeps leases in process memory. It is correct only within
 // one process (promptd's embedded and single-instance modes).
+//
+// Expired entries are removed on access and by a sweep about every second.
+// Fence counters go with them once the clock has passed them: a fence is
+// max(counter + 1, clock in µs, floor + 1), and the clock here is
+// monotonic (the time at start plus the monotonic time since), so once it
+// is past a dropped counter every later fence is above it.
 type MemoryBackend struct {
 	now    func() time.Time
+	epoch  time.Time // the clock at start; fences count µs from here
 	notify *notifier
 
-	mu     sync.Mutex
-	held   map[string]*memEntry
-	fences map[string]int64 // survive the entries, like the Redis counters
+	mu        sync.Mutex
+	held      map[string]*memEntry
+	fences    map[string]int64 // kept while held or ahead of the clock
+	nextSweep time.Time
+	sweeper   *time.Timer // armed while the maps hold anything; nil when not
+	closed    bool
 }
 
 type memEntry struct {
@@ -29,7 +44,62 @@ func NewMemoryBackend(now func() time.Time) *MemoryBackend {
 	if now == nil {
 		now = time.Now
 	}
-	return &MemoryBackend{now: now, notify: newNotifier(), held: map[string]*memEntry{}, fences: map[string]int64{}}
+	return &MemoryBackend{now: now, epoch: now(), notify: newNotifier(), held: map[string]*memEntry{}, fences: map[string]int64{}}
+}
+
+// micros is t in µs since the Unix epoch, measured on the monotonic clock
+// from the backend's start (time.Now's readings carry it), so a step of the
+// wall clock never moves fences backwards.
+func (b *MemoryBackend) micros(t time.Time) int64 {
+	return b.epoch.UnixMicro() + t.Sub(b.epoch).Microseconds()
+}
+
+// clock returns the time for one call and sweeps when a period has passed;
+// call with mu held.
+func (b *MemoryBackend) clock() time.Time {
+	now := b.now()
+	if !now.Before(b.nextSweep) {
+		b.sweepLocked(now)
+	}
+	return now
+}
+
+// sweepLocked drops expired entries, and the fence counters of free keys
+// that the clock has passed; call with mu held.
+func (b *MemoryBackend) sweepLocked(now time.Time) {
+	for k, e := range b.held {
+		if !now.Before(e.expires) {
+			delete(b.held, k)
+		}
+	}
+	us := b.micros(now)
+	for k, f := range b.fences {
+		if f < us && b.held[k] == nil {
+			delete(b.fences, k)
+		}
+	}
+	b.nextSweep = now.Add(memorySweepEvery)
+}
+
+// armSweeper starts the sweep timer if it is not running; call with mu held.
+func (b *MemoryBackend) armSweeper() {
+	if b.sweeper == nil && !b.closed {
+		b.sweeper = time.AfterFunc(memorySweepEvery, b.sweepTick)
+	}
+}
+
+func (b *MemoryBackend) sweepTick() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	b.sweepLocked(b.now())
+	if len(b.held) == 0 && len(b.fences) == 0 {
+		b.sweeper = nil // armed again by the next grant
+		return
+	}
+	b.sweeper.Reset(memorySweepEvery)
 }
 
 // live returns the unexpired entry of key; call with mu held.
@@ -49,7 +119,7 @@ func (b *MemoryBackend) Acquire(ctx context.Context, key string, req Request) (G
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.now()
+	now := b.clock()
 	e := b.live(key, now)
 	if e != nil && e.token == req.Token {
 		if req.Mode == ModeReenter && e.nonce != req.Nonce {
@@ -69,10 +139,11 @@ func (b *MemoryBackend) Acquire(ctx context.Context, key string, req Request) (G
 		}
 		preempted = true
 	}
-	f := max(b.fences[key]+1, now.UnixMicro(), req.MinFence+1)
+	f := max(b.fences[key]+1, b.micros(now), req.MinFence+1)
 	b.fences[key] = f
 	e = &memEntry{token: req.Token, holder: req.Holder, fence: f, since: now, expires: now.Add(req.TTL), count: 1}
 	b.held[key] = e
+	b.armSweeper()
 	g := e.grant(true, req.TTL)
 	g.Preempted = preempted
 	return g, nil
@@ -93,7 +164,7 @@ func (b *MemoryBackend) Renew(ctx context.Context, key, token string, ttl time.D
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.now()
+	now := b.clock()
 	e := b.live(key, now)
 	if e == nil || e.token != token {
 		return Grant{}, ErrLeaseLost
@@ -108,7 +179,7 @@ func (b *MemoryBackend) Release(ctx context.Context, key, token, nonce string) (
 		return false, err
 	}
 	b.mu.Lock()
-	e := b.live(key, b.now())
+	e := b.live(key, b.clock())
 	if e == nil || e.token != token {
 		b.mu.Unlock()
 		return false, ErrLeaseLost
@@ -137,7 +208,7 @@ func (b *MemoryBackend) Holder(ctx context.Context, key string) (Grant, error) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.now()
+	now := b.clock()
 	e := b.live(key, now)
 	if e == nil {
 		return Grant{}, ErrNotHeld
@@ -151,5 +222,15 @@ func (b *MemoryBackend) Watch(key string) (<-chan struct{}, func()) { return b.n
 // Ping always succeeds.
 func (b *MemoryBackend) Ping(context.Context) error { return nil }
 
-// Close does nothing; leases stay until they expire.
-func (b *MemoryBackend) Close() error { return nil }
+// Close stops the sweep timer; leases stay until they expire, and calls
+// still drop what expired.
+func (b *MemoryBackend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	if b.sweeper != nil {
+		b.sweeper.Stop()
+		b.sweeper = nil
+	}
+	return nil
+}

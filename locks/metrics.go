@@ -16,6 +16,8 @@ type Metrics struct {
 	renewals        *prometheus.CounterVec
 	renewalFailures *prometheus.CounterVec
 	lost            *prometheus.CounterVec
+	tokenLosts      *prometheus.CounterVec
+	waiters         prometheus.Gauge
 }
 
 // NewMetrics creates the collectors and registers them with reg (nil: not
@@ -26,7 +28,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "promptd_lock_acquire_attempts_total", Help: "Lock acquire attempts sent to the backend.",
 		}, []string{"kind"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "promptd_lock_acquire_failures_total", Help: "Lock acquires that did not obtain the lease, by reason (held, unavailable, lost).",
+			Name: "promptd_lock_acquire_failures_total", Help: "Lock acquires that did not obtain the lease, by reason (held, unavailable, lost, too_many_waiters).",
 		}, []string{"kind", "reason"}),
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "promptd_lock_wait_seconds", Help: "Time from the first acquire attempt to the grant or give-up.",
@@ -37,17 +39,23 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 		}, []string{"kind"}),
 		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "promptd_lock_renewals_total", Help: "Successful keepalive renewals.",
+			Name: "promptd_lock_renewals_total", Help: "Successful renewals: keepalive, and by token (leases held by HTTP clients).",
 		}, []string{"kind"}),
 		renewalFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "promptd_lock_renewal_failures_total", Help: "Keepalive renewals that failed (backend error or lease gone).",
+			Name: "promptd_lock_renewal_failures_total", Help: "Renewals that failed: keepalive renewals (backend error or lease gone), and renewals by token the backend could not answer.",
 		}, []string{"kind"}),
 		lost: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "promptd_lock_leases_lost_total", Help: "Leases lost while held, by reason (taken: a renewal found the key gone or taken; expired: no renewal succeeded in time).",
+			Name: "promptd_lock_leases_lost_total", Help: "Leases promptd keeps alive (jobs, internal locks) lost while held, by reason (taken: a renewal found the key gone or taken; expired: no renewal succeeded in time). Leases held by HTTP clients are never counted here.",
 		}, []string{"kind", "reason"}),
+		tokenLosts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "promptd_lock_token_not_held_total", Help: "Renewals and releases by token (leases held by HTTP clients) that found the token no longer holding the lease, by op (renew, release): it ran to its TTL or was taken over. The client's news, not a loss of promptd's own leases.",
+		}, []string{"kind", "op"}),
+		waiters: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "promptd_lock_waiters", Help: "Acquires of this process waiting for a held key (limit PROMPTD_LEASE_MAX_WAITERS).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.attempts, m.failures, m.wait, m.hold, m.renewals, m.renewalFailures, m.lost)
+		reg.MustRegister(m.attempts, m.failures, m.wait, m.hold, m.renewals, m.renewalFailures, m.lost, m.tokenLosts, m.waiters)
 	}
 	return m
 }
@@ -106,5 +114,17 @@ func (m *Metrics) renewed(key string, ok bool) {
 func (m *Metrics) lostLease(key, reason string) {
 	if m != nil {
 		m.lost.WithLabelValues(kindOf(key), reason).Inc()
+	}
+}
+
+func (m *Metrics) tokenLost(key, op string) {
+	if m != nil {
+		m.tokenLosts.WithLabelValues(kindOf(key), op).Inc()
+	}
+}
+
+func (m *Metrics) addWaiters(d float64) {
+	if m != nil {
+		m.waiters.Add(d)
 	}
 }

@@ -44,6 +44,7 @@ func (m *Manager) AcquireAll(ctx context.Context, keys []string, ttl time.Durati
 		defer stop()
 		watches[k] = ch
 	}
+	waiting := false
 	for attempt := 0; ; attempt++ {
 		leases, err := m.tryAll(ctx, keys, ttl, member)
 		if err == nil {
@@ -52,6 +53,13 @@ func (m *Manager) AcquireAll(ctx context.Context, keys []string, ttl time.Durati
 		var held *HeldError
 		if !errors.As(err, &held) || wait <= 0 {
 			return nil, err
+		}
+		if !waiting {
+			if err := m.startWaiting(keys[0]); err != nil {
+				return nil, err
+			}
+			waiting = true
+			defer m.stopWaiting()
 		}
 		c := held.Conflicts[0]
 		if !m.pause(ctx, watches[c.Key], deadline, c.ExpiresAt, attempt) {

@@ -41,17 +41,36 @@ type RedisClient interface {
 type RedisOptions struct {
 	Keys    Keys          // prefix of the release channel
 	Timeout time.Duration // bound on one Redis call (PROMPTD_REDIS_TIMEOUT); default 100ms
+	// FenceTTL is how long a fence counter outlives the last grant of its
+	// lock (PROMPTD_LOCK_FENCE_TTL); zero means DefaultFenceTTL. It is at
+	// least FenceTTLFactor times the lease's TTL.
+	FenceTTL time.Duration
 }
 
+// Fence counter lifetime. A counter matters only while it is ahead of the
+// Redis clock (grants faster than one per µs, a storage floor, a clock that
+// stepped back): once it expired, the next fence is the server time in µs,
+// above every fence granted more than FenceTTL ago. So FenceTTL is also how
+// far back a Redis clock may step without a fence going backwards. Each
+// counter costs about 200 bytes of Redis memory (measured) for that long:
+// a day of locking distinct resources at r per second keeps about
+// 86,400·r of them.
+const (
+	DefaultFenceTTL = 24 * time.Hour
+	FenceTTLFactor  = 10
+)
+
 // RedisBackend keeps each lease in a Redis string that expires with it
-// (acquire.lua describes the value), with a fence counter beside it.
+// (acquire.lua describes the value), with a fence counter beside it that
+// expires FenceTTL after the last grant. It writes no other key.
 type RedisBackend struct {
-	c       RedisClient
-	timeout time.Duration
-	bound   *callBound
-	channel string
-	chanArg any // channel, boxed once for the scripts' arguments
-	notify  *notifier
+	c        RedisClient
+	timeout  time.Duration
+	fenceTTL time.Duration
+	bound    *callBound
+	channel  string
+	chanArg  any // channel, boxed once for the scripts' arguments
+	notify   *notifier
 
 	subOnce sync.Once
 	mu      sync.Mutex
@@ -64,8 +83,11 @@ func NewRedisBackend(c RedisClient, o RedisOptions) *RedisBackend {
 	if o.Timeout <= 0 {
 		o.Timeout = 100 * time.Millisecond
 	}
+	if o.FenceTTL <= 0 {
+		o.FenceTTL = DefaultFenceTTL
+	}
 	ch := o.Keys.ReleasedChannel()
-	return &RedisBackend{c: c, timeout: o.Timeout, bound: newCallBound(o.Timeout),
+	return &RedisBackend{c: c, timeout: o.Timeout, fenceTTL: o.FenceTTL, bound: newCallBound(o.Timeout),
 		channel: ch, chanArg: ch, notify: newNotifier()}
 }
 
@@ -76,11 +98,12 @@ var modeNames = [...]string{ModeAcquire: "", ModePreempt: "preempt", ModeReenter
 func (b *RedisBackend) Acquire(ctx context.Context, key string, req Request) (Grant, error) {
 	keys := []string{key, FenceKey(key)}
 	ttl := req.TTL.Milliseconds()
+	fttl := max(b.fenceTTL, FenceTTLFactor*req.TTL).Milliseconds()
 	var args []any
 	if req.Mode == ModeAcquire && req.MinFence == 0 && req.Nonce == "" {
-		args = []any{owner(req.Token), ttl, req.Holder} // the script's defaults for the rest
+		args = []any{owner(req.Token), ttl, req.Holder, fttl} // the script's defaults for the rest
 	} else {
-		args = []any{owner(req.Token), ttl, req.Holder, modeNames[req.Mode], req.MinFence, req.Nonce}
+		args = []any{owner(req.Token), ttl, req.Holder, fttl, modeNames[req.Mode], req.MinFence, req.Nonce}
 	}
 	var reply any
 	err := b.retry(ctx, "acquire", func(ctx context.Context, _ int) error {

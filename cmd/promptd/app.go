@@ -77,13 +77,15 @@ func (m *Main) Open(ctx context.Context) error {
 	if err := sqlstore.Migrate(ctx, m.db, migrations()...); err != nil {
 		return err
 	}
-	lockOpts := locks.Options{Holder: cfg.InstanceID, Metrics: locks.NewMetrics(m.registry), Logger: m.Logger}
+	lockOpts := locks.Options{Holder: cfg.InstanceID, Metrics: locks.NewMetrics(m.registry), Logger: m.Logger,
+		MaxWaiters: cfg.LeaseMaxWaiters}
 	checks := api.Checks{SQL: func(ctx context.Context) error { return sqlstore.Ping(ctx, m.db) }}
 	if cfg.RedisURL != "" {
 		if err := m.openRedis(ctx); err != nil {
 			return err
 		}
-		m.locker = locks.NewRedis(m.redis, locks.RedisOptions{Keys: locks.Keys{Prefix: cfg.KeyPrefix}, Timeout: cfg.RedisTimeout}, lockOpts)
+		m.locker = locks.NewRedis(m.redis, locks.RedisOptions{Keys: locks.Keys{Prefix: cfg.KeyPrefix}, Timeout: cfg.RedisTimeout,
+			FenceTTL: cfg.LockFenceTTL}, lockOpts)
 		checks.Redis = func(ctx context.Context) error { return pingRedis(ctx, m.redis) }
 	} else {
 		m.locker = locks.NewMemory(lockOpts)
@@ -110,7 +112,8 @@ func (m *Main) Open(ctx context.Context) error {
 		IdleTTL: cfg.SessionIdleTTL, Retention: cfg.SessionRetention, Logger: m.Logger})
 	resolver := session.Resolver{S: m.sessions, Next: m.releases}
 	m.jobs = newScheduler(m.locker, keys, m.Logger)
-	scheduleJobs(m.jobs, jobDeps{store: m.store, idem: idem, releases: m.releases, sessions: m.sessions},
+	scheduleJobs(m.jobs, jobDeps{db: m.db, store: m.store, idem: idem, releases: m.releases, sessions: m.sessions,
+		auditRetention: cfg.AuditRetention},
 		cfg.ReconcileEvery, m.Logger)
 	m.jobs.start()
 

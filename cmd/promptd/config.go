@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/promptd/promptd/locks"
 )
 
 // configVars lists every environment variable promptd reads; the tests
@@ -37,6 +39,9 @@ var configVars = []string{
 	"PROMPTD_SESSION_RETENTION",
 	"PROMPTD_IDEMPOTENCY_TTL",
 	"PROMPTD_LOG_LEVEL",
+	"PROMPTD_AUDIT_RETENTION",
+	"PROMPTD_LEASE_MAX_WAITERS",
+	"PROMPTD_LOCK_FENCE_TTL",
 }
 
 // Token roles.
@@ -75,6 +80,9 @@ type Config struct {
 	SessionRetention time.Duration
 	IdempotencyTTL   time.Duration
 	LogLevel         slog.Level
+	AuditRetention   time.Duration // audit events older than this are deleted
+	LeaseMaxWaiters  int           // lease acquires waiting at once per process
+	LockFenceTTL     time.Duration // how long a Redis fence counter outlives its last grant
 }
 
 // loadConfig reads and validates the configuration. It reports every
@@ -98,6 +106,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		SessionRetention: e.duration("PROMPTD_SESSION_RETENTION", 720*time.Hour),
 		IdempotencyTTL:   e.duration("PROMPTD_IDEMPOTENCY_TTL", 24*time.Hour),
 		LogLevel:         e.level("PROMPTD_LOG_LEVEL", slog.LevelInfo),
+		AuditRetention:   e.duration("PROMPTD_AUDIT_RETENTION", 2160*time.Hour),
+		LeaseMaxWaiters:  e.count("PROMPTD_LEASE_MAX_WAITERS", locks.DefaultMaxWaiters),
+		LockFenceTTL:     e.duration("PROMPTD_LOCK_FENCE_TTL", locks.DefaultFenceTTL),
 	}
 	tokens, err := parseTokens(e.str("PROMPTD_TOKENS", ""))
 	e.check("PROMPTD_TOKENS", err)
@@ -183,6 +194,18 @@ func (e *envReader) bytes(name string, def int64) int64 {
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n <= 0 {
 		e.check(name, fmt.Errorf("invalid size %q (a positive number of bytes)", v))
+	}
+	return n
+}
+
+func (e *envReader) count(name string, def int) int {
+	v := e.str(name, "")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		e.check(name, fmt.Errorf("invalid count %q (a positive whole number)", v))
 	}
 	return n
 }

@@ -32,6 +32,9 @@ func (c Config) LogValue() slog.Value {
 		slog.String("session_retention", c.SessionRetention.String()),
 		slog.String("idempotency_ttl", c.IdempotencyTTL.String()),
 		slog.String("log_level", c.LogLevel.String()),
+		slog.String("audit_retention", c.AuditRetention.String()),
+		slog.Int("lease_max_waiters", c.LeaseMaxWaiters),
+		slog.String("lock_fence_ttl", c.LockFenceTTL.String()),
 	)
 }
 

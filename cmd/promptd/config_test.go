@@ -24,6 +24,7 @@ func TestLoadConfig_defaults(t *testing.T) {
 		RedisTimeout: 100 * time.Millisecond, ReconcileEvery: 2 * time.Second, ImportMaxBytes: 67108864,
 		SessionIdleTTL: 24 * time.Hour, SessionRetention: 720 * time.Hour, IdempotencyTTL: 24 * time.Hour,
 		LogLevel: slog.LevelInfo, InstanceID: c.InstanceID,
+		AuditRetention: 2160 * time.Hour, LeaseMaxWaiters: 10000, LockFenceTTL: 24 * time.Hour,
 	}
 	if !strings.Contains(c.InstanceID, "-") {
 		t.Errorf("InstanceID = %q, want hostname-pid", c.InstanceID)

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"gorm.io/gorm"
 
+	"github.com/promptd/promptd/internal/audit"
 	"github.com/promptd/promptd/internal/idempotency"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
@@ -18,6 +20,7 @@ import (
 // Job periods.
 const (
 	idempotencySweepEvery = 10 * time.Minute
+	auditRetentionEvery   = 10 * time.Minute
 	releaseStepsEvery     = time.Second // steps are due to the second
 	sessionSweepEvery     = time.Minute
 	jobTimeout            = time.Minute
@@ -111,10 +114,12 @@ func (s *scheduler) stop(ctx context.Context) {
 
 // jobDeps are the services whose jobs promptd schedules.
 type jobDeps struct {
-	store    *promptstore.Store
-	idem     *idempotency.Store
-	releases *release.Service
-	sessions *session.Service
+	db             *gorm.DB // holds the audit table
+	store          *promptstore.Store
+	idem           *idempotency.Store
+	releases       *release.Service
+	sessions       *session.Service
+	auditRetention time.Duration // PROMPTD_AUDIT_RETENTION
 }
 
 // scheduleJobs registers promptd's jobs.
@@ -124,14 +129,10 @@ func scheduleJobs(s *scheduler, d jobDeps, reconcileEvery time.Duration, log *sl
 	s.everyInstance("reconcile", reconcileEvery, func(ctx context.Context) error {
 		return errors.Join(d.store.Reconcile(ctx), d.releases.Reconcile(ctx))
 	})
-	// Expired Idempotency-Key outcomes are deleted by one replica.
-	s.singleton("idempotency-sweep", idempotencySweepEvery, func(ctx context.Context) error {
-		n, err := d.idem.Sweep(ctx)
-		if n > 0 {
-			log.Info("swept expired idempotency keys", "deleted", n)
-		}
-		return err
-	})
+	// Expired Idempotency-Key outcomes, and audit events older than the
+	// retention, are deleted by one replica, in bounded batches.
+	s.singleton("idempotency-sweep", idempotencySweepEvery, sweepIdempotency(d, log))
+	s.singleton("audit-retention", auditRetentionEvery, pruneAudit(d, log))
 	// Release steps due now are applied once across replicas: RunDueSteps
 	// takes its own job lease and applies each step under the release row's
 	// revision and step conditions.
@@ -151,4 +152,27 @@ func scheduleJobs(s *scheduler, d jobDeps, reconcileEvery time.Duration, log *sl
 		}
 		return err
 	})
+}
+
+// sweepIdempotency deletes the Idempotency-Key outcomes past their TTL.
+func sweepIdempotency(d jobDeps, log *slog.Logger) func(context.Context) error {
+	return func(ctx context.Context) error {
+		n, err := d.idem.Sweep(ctx)
+		if n > 0 {
+			log.Info("swept expired idempotency keys", "deleted", n)
+		}
+		return err
+	}
+}
+
+// pruneAudit deletes the audit events older than d.auditRetention. A run
+// cut short by the job timeout is continued by the next one.
+func pruneAudit(d jobDeps, log *slog.Logger) func(context.Context) error {
+	return func(ctx context.Context) error {
+		n, err := audit.Prune(ctx, d.db, time.Now().Add(-d.auditRetention))
+		if n > 0 {
+			log.Info("deleted audit events past retention", "deleted", n, "retention", d.auditRetention.String())
+		}
+		return err
+	}
 }

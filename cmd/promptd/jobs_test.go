@@ -8,6 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
+	"github.com/promptd/promptd/internal/audit"
+	"github.com/promptd/promptd/internal/idempotency"
+	"github.com/promptd/promptd/internal/testenv"
 	"github.com/promptd/promptd/locks"
 )
 
@@ -69,4 +74,55 @@ func TestEveryInstanceJob_runsPeriodically_andStops(t *testing.T) {
 	if runs.Load() != n {
 		t.Fatal("the job ran after stop")
 	}
+}
+
+func TestRetentionJobs_deleteOldAuditAndExpiredIdempotency_keepRecent(t *testing.T) {
+	ms := append(audit.Migrations(), idempotency.Migrations()...)
+	testenv.ForEachDialect(t, ms, func(t *testing.T, db *gorm.DB) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		now := time.Now()
+		const retention = 2160 * time.Hour
+		for at, n := range map[time.Time]int{now.Add(-retention - time.Hour): 1200, now.Add(-retention + time.Hour): 2, now: 3} {
+			l := audit.Log{Instance: "t", Now: func() time.Time { return at }}
+			for i := 0; i < n; i++ {
+				if err := l.Append(ctx, db, audit.Event{Action: "lease.acquired", Resource: "leases/r"}, map[string]any{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		clock := now.Add(-2 * time.Hour)
+		idem := idempotency.New(db, idempotency.Options{TTL: time.Hour, Now: func() time.Time { return clock }})
+		save := func(key string) {
+			k := idempotency.NewKey("ops", "POST", "/v1/import", key, "h")
+			if err := idem.Save(ctx, k, idempotency.Response{Status: 400, ContentType: "application/problem+json", Body: []byte("{}")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		save("expired-1")
+		save("expired-2")
+		clock = now
+		save("live-1")
+
+		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+		keys := locks.Keys{Prefix: "retention-test"}
+		s := newScheduler(locks.NewMemory(locks.Options{}), keys, quiet)
+		t.Cleanup(func() { s.stop(context.Background()) })
+		d := jobDeps{db: db, idem: idem, auditRetention: retention}
+		for name, job := range map[string]func(context.Context) error{
+			"audit-retention":   pruneAudit(d, quiet),
+			"idempotency-sweep": sweepIdempotency(d, quiet),
+		} {
+			key, _ := keys.Job(name)
+			if !s.runSingleton(name, key, job) {
+				t.Fatalf("%s did not run", name)
+			}
+		}
+		var events, records int64
+		db.Raw(`SELECT COUNT(*) FROM audit_events`).Scan(&events)
+		db.Raw(`SELECT COUNT(*) FROM idempotency_keys`).Scan(&records)
+		if events != 5 || records != 1 {
+			t.Fatalf("after the retention jobs: %d audit events (want the 5 recent), %d idempotency records (want the 1 live)", events, records)
+		}
+	})
 }

@@ -65,8 +65,8 @@ func TestMain_wiresReleasesSessionsLeasesAndJobs(t *testing.T) {
 	logs := &lockedBuffer{}
 	m := openMain(t, cfg, logs)
 	base := "http://" + m.Addr().String()
-	if n := len(m.jobs.cron.Entries()); n != 4 {
-		t.Fatalf("%d jobs scheduled, want 4 (reconcile, idempotency sweep, release steps, session sweep)", n)
+	if n := len(m.jobs.cron.Entries()); n != 5 {
+		t.Fatalf("%d jobs scheduled, want 5 (reconcile, idempotency sweep, audit retention, release steps, session sweep)", n)
 	}
 
 	for i := range 2 {

@@ -1,7 +1,8 @@
 // Package audit records what changed, who changed it and from which
 // instance. Domain changes append their event in the same transaction as
 // the change (Append); lease events, which must never slow the lease path,
-// go through a Batcher that writes them asynchronously in batches.
+// go through a Batcher that writes them asynchronously in batches. Prune
+// deletes the events older than the retention (PROMPTD_AUDIT_RETENTION).
 package audit
 
 import (
