@@ -94,7 +94,7 @@ func TestRetentionJobs_deleteOldAuditAndExpiredIdempotency_keepRecent(t *testing
 		clock := now.Add(-2 * time.Hour)
 		idem := idempotency.New(db, idempotency.Options{TTL: time.Hour, Now: func() time.Time { return clock }})
 		save := func(key string) {
-			k := idempotency.NewKey("ops", "POST", "/v1/import", key, "h")
+			k := idempotency.NewKey("ops", "POST", "/v1/import", nil, key, "h")
 			if err := idem.Save(ctx, k, idempotency.Response{Status: 400, ContentType: "application/problem+json", Body: []byte("{}")}); err != nil {
 				t.Fatal(err)
 			}
