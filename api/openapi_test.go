@@ -27,7 +27,7 @@ var (
 )
 
 // spec is api/openapi.yaml as JSON values.
-func spec(t *testing.T) map[string]any {
+func spec(t testing.TB) map[string]any {
 	t.Helper()
 	specOnce.Do(func() {
 		var doc any
@@ -52,21 +52,28 @@ func spec(t *testing.T) map[string]any {
 	return specDoc
 }
 
-// conforms checks a JSON body against a schema of components/schemas.
-func conforms(t *testing.T, schema string, body []byte) {
+// compiled is the schema at a JSON pointer of the spec ("#/components/schemas/Env"),
+// compiled once.
+func compiled(t testing.TB, pointer string) *jsonschema.Schema {
 	t.Helper()
 	spec(t)
 	schemaMu.Lock()
-	sch, ok := schemas[schema]
+	defer schemaMu.Unlock()
+	sch, ok := schemas[pointer]
 	if !ok {
 		var err error
-		if sch, err = specCompiler.Compile("urn:promptd:openapi#/components/schemas/" + schema); err != nil {
-			schemaMu.Unlock()
-			t.Fatalf("compile %s: %v", schema, err)
+		if sch, err = specCompiler.Compile("urn:promptd:openapi" + pointer); err != nil {
+			t.Fatalf("compile %s: %v", pointer, err)
 		}
-		schemas[schema] = sch
+		schemas[pointer] = sch
 	}
-	schemaMu.Unlock()
+	return sch
+}
+
+// conforms checks a JSON body against a schema of components/schemas.
+func conforms(t *testing.T, schema string, body []byte) {
+	t.Helper()
+	sch := compiled(t, "#/components/schemas/"+schema)
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 	if err != nil {
 		t.Fatalf("body %q: %v", body, err)
