@@ -241,7 +241,7 @@ export const sessionLease: JSONBody<paths["/v1/sessions/{id}/lease"]["post"]["re
   mode: "reject",
 };
 export const sessionLeaseGrant: S["SessionLease"] = {
-  lease_id: "s1",
+  lease_id: "sl_hf3k2a9x",
   token: "lt_0123456789abcdef",
   fence: 1796117805967315,
   expires_at: "2026-11-29T19:51:40.123Z",
