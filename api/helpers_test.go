@@ -48,6 +48,7 @@ func do(t *testing.T, h http.Handler, req *http.Request) *httptest.ResponseRecor
 	t.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
+	checkResponse(t, req, rec) // every answer must be the one openapi.yaml documents
 	return rec
 }
 

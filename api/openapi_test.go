@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
@@ -26,7 +27,7 @@ var (
 )
 
 // spec is api/openapi.yaml as JSON values.
-func spec(t *testing.T) map[string]any {
+func spec(t testing.TB) map[string]any {
 	t.Helper()
 	specOnce.Do(func() {
 		var doc any
@@ -51,21 +52,28 @@ func spec(t *testing.T) map[string]any {
 	return specDoc
 }
 
-// conforms checks a JSON body against a schema of components/schemas.
-func conforms(t *testing.T, schema string, body []byte) {
+// compiled is the schema at a JSON pointer of the spec ("#/components/schemas/Env"),
+// compiled once.
+func compiled(t testing.TB, pointer string) *jsonschema.Schema {
 	t.Helper()
 	spec(t)
 	schemaMu.Lock()
-	sch, ok := schemas[schema]
+	defer schemaMu.Unlock()
+	sch, ok := schemas[pointer]
 	if !ok {
 		var err error
-		if sch, err = specCompiler.Compile("urn:promptd:openapi#/components/schemas/" + schema); err != nil {
-			schemaMu.Unlock()
-			t.Fatalf("compile %s: %v", schema, err)
+		if sch, err = specCompiler.Compile("urn:promptd:openapi" + pointer); err != nil {
+			t.Fatalf("compile %s: %v", pointer, err)
 		}
-		schemas[schema] = sch
+		schemas[pointer] = sch
 	}
-	schemaMu.Unlock()
+	return sch
+}
+
+// conforms checks a JSON body against a schema of components/schemas.
+func conforms(t *testing.T, schema string, body []byte) {
+	t.Helper()
+	sch := compiled(t, "#/components/schemas/"+schema)
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 	if err != nil {
 		t.Fatalf("body %q: %v", body, err)
@@ -130,5 +138,99 @@ func TestOpenAPI_isServedWithoutToken(t *testing.T) {
 	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/yaml" ||
 		!bytes.Equal(rec.Body.Bytes(), api.OpenAPI()) || !strings.HasPrefix(rec.Body.String(), "openapi: 3.1") {
 		t.Fatalf("GET /openapi.yaml = %d %q", rec.Code, rec.Header().Get("Content-Type"))
+	}
+}
+
+// walkSchemas calls f with every schema-like object of the document (one
+// with a "type") and its JSON path, skipping examples.
+func walkSchemas(v any, path string, f func(path string, s map[string]any)) {
+	switch v := v.(type) {
+	case map[string]any:
+		if _, ok := v["type"]; ok {
+			f(path, v)
+		}
+		for k, c := range v {
+			if k == "example" || k == "examples" {
+				continue
+			}
+			walkSchemas(c, path+"/"+k, f)
+		}
+	case []any:
+		for i, c := range v {
+			walkSchemas(c, fmt.Sprintf("%s/%d", path, i), f)
+		}
+	}
+}
+
+func hasType(s map[string]any, want string) bool {
+	switch t := s["type"].(type) {
+	case string:
+		return t == want
+	case []any:
+		return slices.Contains(t, any(want))
+	}
+	return false
+}
+
+// Arrays without items and objects without any member schema make
+// generated clients useless (openapi-typescript: unknown[] and
+// Record<string, never>).
+func TestOpenAPI_everySchema_saysWhatItHolds(t *testing.T) {
+	walkSchemas(spec(t), "#", func(path string, s map[string]any) {
+		if hasType(s, "array") && s["items"] == nil && s["prefixItems"] == nil {
+			t.Errorf("%s: an array without items", path)
+		}
+		if hasType(s, "object") {
+			described := false
+			for _, k := range []string{"properties", "additionalProperties", "patternProperties", "allOf", "oneOf", "anyOf", "$ref"} {
+				described = described || s[k] != nil
+			}
+			if !described {
+				t.Errorf("%s: an object without properties or additionalProperties", path)
+			}
+		}
+	})
+}
+
+func TestOpenAPI_configsMessagesAndMetadata_areTyped(t *testing.T) {
+	schemas := spec(t)["components"].(map[string]any)["schemas"].(map[string]any)
+	prop := func(schema, name string) map[string]any {
+		p, _ := schemas[schema].(map[string]any)["properties"].(map[string]any)[name].(map[string]any)
+		if p == nil {
+			t.Fatalf("%s has no property %s", schema, name)
+		}
+		return p
+	}
+	for _, s := range []string{"Version", "Prompt", "CreateVersionRequest", "ImportItem"} {
+		if ref := prop(s, "config")["$ref"]; ref != "#/components/schemas/PromptConfig" {
+			t.Errorf("%s.config is %v, not the PromptConfig", s, prop(s, "config"))
+		}
+	}
+	for _, name := range []string{"system", "tools", "skills", "memory", "model", "variables", "messages"} {
+		prop("PromptConfig", name)
+	}
+	if ref := prop("PromptConfig", "tools")["items"].(map[string]any)["$ref"]; ref != "#/components/schemas/Tool" {
+		t.Errorf("PromptConfig.tools items are %v", ref)
+	}
+	for _, name := range []string{"name", "description", "parameters"} {
+		prop("FunctionDefinition", name)
+	}
+	if prop("ModelSettings", "name")["type"] != "string" || schemas["ModelSettings"].(map[string]any)["additionalProperties"] != true {
+		t.Errorf("ModelSettings = %v", schemas["ModelSettings"])
+	}
+	if schemas["Metadata"].(map[string]any)["additionalProperties"] != true {
+		t.Errorf("Metadata = %v", schemas["Metadata"])
+	}
+	msg := schemas["Message"].(map[string]any)
+	if len(msg["oneOf"].([]any)) != 4 || msg["discriminator"].(map[string]any)["propertyName"] != "role" {
+		t.Errorf("Message is not a oneOf by role: %v", msg)
+	}
+	for _, m := range []string{"SystemMessage", "UserMessage", "ToolMessage"} {
+		if ref := prop(m, "content")["$ref"]; ref != "#/components/schemas/MessageContent" {
+			t.Errorf("%s.content is %v", m, prop(m, "content"))
+		}
+	}
+	if ref := prop("AssistantMessage", "tool_calls")["items"].(map[string]any)["$ref"]; ref != "#/components/schemas/ToolCall" {
+		t.Errorf("AssistantMessage.tool_calls items are %v", ref)
 	}
 }
