@@ -181,7 +181,8 @@ func TestClientAbort_isNeverAServerError(t *testing.T) {
 		{"POST", "/v1/agents/a/envs/prod/assemble", runtime, `{"variables": {}}`},
 	} {
 		rq := req(r.method, r.path, r.token, r.body).WithContext(ctx)
-		rec := do(t, a.h, rq)
+		rec := httptest.NewRecorder() // not do(): a 499 is never sent, there is nobody to check it against the spec
+		a.h.ServeHTTP(rec, rq)
 		if rec.Code >= 500 && rec.Code != 499 {
 			t.Errorf("%s %s with the client gone: %d %s", r.method, r.path, rec.Code, rec.Body)
 		}
