@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -52,14 +53,19 @@ func TestAssemble_manyPlaceholdersTimesLargeVariable_isRefusedBeforeRendering(t 
 	if _, err := s.Assemble(ctx, s, nil, in); err != nil { // warm the caches
 		wantLimit(t, err, promptstore.LimitAssembledBytes, promptstore.DefaultAssembleMaxBytes)
 	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	_, err := s.Assemble(ctx, s, nil, in)
-	runtime.ReadMemStats(&after)
-	wantLimit(t, err, promptstore.LimitAssembledBytes, promptstore.DefaultAssembleMaxBytes)
+	// TotalAlloc is the process's: other goroutines only add to it, so the
+	// least of three runs is the closest to the call's own.
+	grew := uint64(math.MaxUint64)
+	for range 3 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := s.Assemble(ctx, s, nil, in)
+		runtime.ReadMemStats(&after)
+		wantLimit(t, err, promptstore.LimitAssembledBytes, promptstore.DefaultAssembleMaxBytes)
+		grew = min(grew, after.TotalAlloc-before.TotalAlloc)
+	}
 	const wouldBe = 300 * 1_000_000
-	grew := after.TotalAlloc - before.TotalAlloc
 	t.Logf("the refusal allocated %d bytes; the answer would have been %d", grew, wouldBe)
 	if grew > wouldBe/10 {
 		t.Fatalf("the refusal allocated %d bytes; the answer would have been %d", grew, wouldBe)
