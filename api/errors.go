@@ -36,6 +36,7 @@ const (
 	CodeSessionNotFound      = "session_not_found"
 	CodeIdempotencyReused    = "idempotency_key_reused"
 	CodeIdempotencyBusy      = "idempotency_in_progress"
+	CodeLimitExceeded        = "limit_exceeded"
 )
 
 // statuses maps every code of API.md's error table to its HTTP status. It
@@ -76,6 +77,7 @@ var statuses = map[string]int{
 	"invalid_percent":         422,
 	"invalid_steps":           422,
 	"idempotency_key_reused":  422,
+	"limit_exceeded":          422,
 	"lease_held":              423,
 	"precondition_required":   428,
 	"quota_exceeded":          429,
@@ -163,6 +165,7 @@ func problemFor(err error) *Error {
 		vc       *promptstore.VersionConflict
 		rc       *promptstore.RevisionConflict
 		ra       *promptstore.ReleaseActive
+		limit    *promptstore.LimitError
 		header   fromHeader
 	)
 	if p := coordinationProblem(err); p != nil {
@@ -202,6 +205,9 @@ func problemFor(err error) *Error {
 	case errors.As(err, &ra):
 		return (&Error{Code: "release_active", Err: err, Detail: fmt.Sprintf(
 			"release %s is active; the pointer moves only through it", ra.ReleaseID)}).With("release_id", ra.ReleaseID)
+	case errors.As(err, &limit):
+		return (&Error{Code: CodeLimitExceeded, Err: err, Detail: limitDetail(limit)}).
+			With("field", limit.Name).With("limit", limit.Limit)
 	case errors.Is(err, promptstore.ErrAgentNotFound):
 		return &Error{Code: "agent_not_found", Detail: "no such agent", Err: err}
 	case errors.Is(err, promptstore.ErrVersionNotFound):
@@ -302,6 +308,23 @@ func coordinationProblem(err error) *Error {
 		return &Error{Code: "session_mismatch", Detail: "the session belongs to another agent or env", Err: err}
 	}
 	return nil
+}
+
+// limitDetail says which limit a request would pass.
+func limitDetail(l *promptstore.LimitError) string {
+	what := map[string]string{
+		session.LimitTurns:              "the session would hold more than %d turns; nothing was written",
+		session.LimitBytes:              "the session's turns and state entries would take more than %d bytes; nothing was written",
+		session.LimitStateKeys:          "the session would hold more than %d state entries; nothing was written",
+		session.LimitStateBytes:         "the state entries take more than %d bytes in one answer; ask for fewer with ?keys=",
+		promptstore.LimitAssembledBytes: "the assembled answer would take more than %d bytes",
+		promptstore.LimitDiffBytes:      "the two configs take more than %d bytes together, too large to diff",
+		promptstore.LimitDiffLines:      "the two configs have more than %d lines together, too many to diff",
+	}[l.Name]
+	if what == "" {
+		what = l.Name + " is limited to %d"
+	}
+	return fmt.Sprintf(what, l.Limit)
 }
 
 // leaseHeld is 423 lease_held naming the holder and when its lease

@@ -240,6 +240,11 @@ func (r *assembleRequest) validate() error {
 // handleAssemble: POST /v1/agents/{agent}/envs/{env}/assemble: the final
 // messages for a runtime call. Missing required variable: 422
 // missing_variable; a value that is not a string: 422 invalid_variable.
+// An answer that would pass PROMPTD_ASSEMBLE_MAX_BYTES (sized before it is
+// rendered): 422 limit_exceeded, field "assembled_bytes"; the history gets
+// what the rest leaves of that budget (newest turns first) and at most
+// max_history_turns turns (default and cap
+// PROMPTD_ASSEMBLE_MAX_HISTORY_TURNS).
 func (s *Server) handleAssemble(c echo.Context) error {
 	var body assembleRequest
 	if err := decode(c, &body); err != nil {

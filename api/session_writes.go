@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -122,27 +123,48 @@ func (s *Server) handlePutState(c echo.Context) error {
 	return s.send(c, http.StatusOK, stateWritten{Key: key, Revision: rev})
 }
 
-// stateEntry is one blackboard entry.
-type stateEntry struct {
-	Value    json.RawMessage `json:"value"`
-	Revision int64           `json:"revision"`
-}
-
-// handleGetState: GET /v1/sessions/{id}/state: every entry, {key: {value,
-// revision}}.
+// handleGetState: GET /v1/sessions/{id}/state?keys=: the entries, {key:
+// {value, revision}}; with keys=a,b only those (keys without an entry are
+// left out). The answer is written from the rows in one buffer (the
+// per-session byte and key limits bound it), not built as a map and
+// encoded again.
 func (s *Server) handleGetState(c echo.Context) error {
 	ss, id, err := s.sessionTarget(c)
 	if err != nil {
 		return err
 	}
-	entries, err := ss.State(c.Request().Context(), id)
+	var keys []string
+	if q := c.QueryParams(); q.Has("keys") {
+		if keys, err = stateKeys(q["keys"]); err != nil {
+			return err
+		}
+	}
+	body, err := ss.StateJSON(c.Request().Context(), id, keys, nil)
 	if err != nil {
 		return err
 	}
-	out := make(map[string]stateEntry, len(entries))
-	for k, e := range entries {
-		out[k] = stateEntry{Value: e.Value, Revision: e.Revision}
-	}
 	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
-	return s.send(c, http.StatusOK, out)
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
+}
+
+// stateKeys reads ?keys=a,b (the parameter may repeat): distinct, valid
+// state keys, at least one.
+func stateKeys(values []string) ([]string, error) {
+	keys := []string{}
+	seen := map[string]bool{}
+	for _, v := range values {
+		for _, k := range strings.Split(v, ",") {
+			if k == "" {
+				return nil, invalidField("keys", "keys is a comma-separated list of state keys, none empty")
+			}
+			if len(seen) >= session.MaxStateKeysPerRead {
+				return nil, invalidField("keys", "at most %d keys", session.MaxStateKeysPerRead)
+			}
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys, nil
 }

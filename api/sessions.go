@@ -150,8 +150,10 @@ func (s *Server) handleCreateSession(c echo.Context) error {
 }
 
 // handleGetSession: GET /v1/sessions/{id}?since=&limit=: the session, its
-// turns after seq since (oldest first, at most limit: default 50, 1..500;
-// next_since continues), its lease holder or null, and its state keys.
+// turns after seq since (oldest first, at most limit: default 50, 1..500,
+// and at most PROMPTD_SESSION_PAGE_BYTES of turns but at least one;
+// next_since continues whenever a page was cut, by count or by bytes), its
+// lease holder or null, and its state keys.
 func (s *Server) handleGetSession(c echo.Context) error {
 	ss, id, err := s.sessionTarget(c)
 	if err != nil {

@@ -118,7 +118,10 @@ func (s *Server) handleGetVersion(c echo.Context) error {
 
 // handleDiff: GET /v1/agents/{agent}/versions/{a}/diff/{b}, a unified
 // diff (text/x-diff) of the configs as sorted-key, 2-space-indented JSON;
-// a is the old side. Empty when the configs are equal.
+// a is the old side. Empty when the configs are equal. Cached (versions
+// are immutable). Over PROMPTD_DIFF_MAX_BYTES of pretty-printed configs
+// together, or PROMPTD_DIFF_MAX_LINES lines: 422 limit_exceeded, field
+// "diff_bytes" or "diff_lines".
 func (s *Server) handleDiff(c echo.Context) error {
 	agent, err := pathID(c, "agent")
 	if err != nil {

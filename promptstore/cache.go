@@ -99,3 +99,59 @@ func (c *pointerCache) revisions() map[string]int64 {
 	}
 	return out
 }
+
+// diffKey names a diff: versions are immutable, so a diff never changes.
+type diffKey struct {
+	agent string
+	a, b  int
+}
+
+// diffCache is an LRU of computed diffs bounded by the bytes of its
+// diffs; a diff larger than an eighth of the bound is not kept.
+type diffCache struct {
+	mu       sync.Mutex
+	maxBytes int64
+	bytes    int64
+	ll       *list.List // of *diffEntry, most recent first
+	items    map[diffKey]*list.Element
+}
+
+type diffEntry struct {
+	key  diffKey
+	diff string
+}
+
+func newDiffCache(maxBytes int64) *diffCache {
+	return &diffCache{maxBytes: maxBytes, ll: list.New(), items: map[diffKey]*list.Element{}}
+}
+
+func (c *diffCache) get(k diffKey) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[k]; ok {
+		c.ll.MoveToFront(e)
+		return e.Value.(*diffEntry).diff, true
+	}
+	return "", false
+}
+
+func (c *diffCache) put(k diffKey, diff string) {
+	size := int64(len(diff) + len(k.agent) + 64)
+	if size > c.maxBytes/8 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.items[k]; ok {
+		return
+	}
+	c.items[k] = c.ll.PushFront(&diffEntry{key: k, diff: diff})
+	c.bytes += size
+	for c.bytes > c.maxBytes {
+		old := c.ll.Back()
+		c.ll.Remove(old)
+		o := old.Value.(*diffEntry)
+		delete(c.items, o.key)
+		c.bytes -= int64(len(o.diff) + len(o.key.agent) + 64)
+	}
+}

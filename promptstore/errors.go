@@ -80,3 +80,16 @@ func (e *InvalidError) Error() string {
 func invalid(code, field, format string, args ...any) *InvalidError {
 	return &InvalidError{Code: code, Field: field, Detail: fmt.Sprintf(format, args...)}
 }
+
+// LimitError: the request would pass a configured limit; nothing was
+// written or rendered. Name is the limit's stable name ("session_turns",
+// "session_bytes", "session_state_keys", "assembled_bytes", "diff_bytes",
+// "diff_lines", ...), Limit its value. The session package uses it too.
+type LimitError struct {
+	Name  string
+	Limit int64
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("promptstore: over the %s limit (%d)", e.Name, e.Limit)
+}

@@ -128,9 +128,10 @@ type Message struct {
 // History supplies a session's turns for assembly (package session).
 type History interface {
 	// Turns returns the session's turns, oldest first; with max > 0 the
-	// newest max, never separating an assistant turn with tool_calls from
+	// newest max, with maxBytes > 0 the newest that fit in maxBytes of
+	// content, never separating an assistant turn with tool_calls from
 	// the tool turns answering it.
-	Turns(ctx context.Context, sessionID string, max int) ([]Message, error)
+	Turns(ctx context.Context, sessionID string, max int, maxBytes int64) ([]Message, error)
 }
 
 // AssembleInput asks for the final messages of a runtime call.
@@ -155,31 +156,43 @@ type Assembled struct {
 
 // Assemble resolves the version for the caller, binds the variables,
 // renders the system message and appends the session history (h may be nil
-// when there are no sessions).
+// when there are no sessions). The answer is sized before it is rendered:
+// over Limits.AssembleMaxBytes it is a *LimitError (assembled_bytes) and
+// nothing large was allocated; the history gets what the rest leaves of
+// that budget, newest turns first, and at most Limits.MaxHistoryTurns.
 func (s *Store) Assemble(ctx context.Context, r Resolver, h History, in AssembleInput) (*Assembled, error) {
-	if in.MaxHistoryTurns < 0 || in.MaxHistoryTurns > 10000 {
-		return nil, invalid(CodeInvalidField, "max_history_turns", "max_history_turns must be 0..10000")
+	if in.MaxHistoryTurns < 0 || in.MaxHistoryTurns > MaxHistoryTurnsRequest {
+		return nil, invalid(CodeInvalidField, "max_history_turns", "max_history_turns must be 0..%d", MaxHistoryTurnsRequest)
 	}
 	p, err := s.ResolvePrompt(ctx, r, in.Request)
 	if err != nil {
 		return nil, err
 	}
-	vars, err := p.Snapshot.Parsed.Bind(in.Variables)
+	cfg := p.Snapshot.Parsed
+	vars, err := cfg.Bind(in.Variables)
 	if err != nil {
 		return nil, err
 	}
-	sys, _ := json.Marshal(p.Snapshot.Parsed.SystemMessage(vars))
+	size := cfg.SystemMessageSize(vars) + int64(len(cfg.Model))
+	for _, t := range cfg.Tools {
+		size += int64(len(t))
+	}
+	limit := s.o.Limits.AssembleMaxBytes
+	if size > limit {
+		return nil, &LimitError{Name: LimitAssembledBytes, Limit: limit}
+	}
+	sys, _ := json.Marshal(cfg.SystemMessage(vars))
 	out := &Assembled{Version: p.Version, ContentHash: p.Snapshot.ContentHash, Release: p.Release, Pinned: p.Pinned,
 		RepinnedFrom: p.RepinnedFrom, Messages: []Message{{Role: "system", Content: sys}},
-		Tools: p.Snapshot.Parsed.Tools, Model: p.Snapshot.Parsed.Model}
+		Tools: cfg.Tools, Model: cfg.Model}
 	if out.Tools == nil {
 		out.Tools = []json.RawMessage{}
 	}
 	if out.Model == nil {
 		out.Model = json.RawMessage("null")
 	}
-	if in.History && in.SessionID != "" && h != nil {
-		turns, err := h.Turns(ctx, in.SessionID, in.MaxHistoryTurns)
+	if in.History && in.SessionID != "" && h != nil && size < limit {
+		turns, err := h.Turns(ctx, in.SessionID, s.o.Limits.historyTurns(in.MaxHistoryTurns), limit-size)
 		if err != nil {
 			return nil, err
 		}

@@ -40,6 +40,10 @@ type Options struct {
 	Metrics           *Metrics
 	Logger            *slog.Logger
 	Now               func() time.Time
+
+	// Limits bound assembly and diffs (assemble.go); zero fields take
+	// their defaults.
+	Limits Limits
 }
 
 // Store is the prompt store: versions, env pointers, revocations, the read
@@ -51,6 +55,7 @@ type Store struct {
 	audit audit.Log
 	snaps *snapshotCache
 	ptrs  *pointerCache
+	diffs *diffCache
 	bus   *Bus
 	redis *breaker
 }
@@ -73,6 +78,7 @@ func New(db *gorm.DB, o Options) *Store {
 	if o.SnapshotCacheSize <= 0 {
 		o.SnapshotCacheSize = 4096
 	}
+	o.Limits = o.Limits.withDefaults()
 	if o.RedisTimeout <= 0 {
 		o.RedisTimeout = 100 * time.Millisecond
 	}
@@ -80,7 +86,8 @@ func New(db *gorm.DB, o Options) *Store {
 		o.Locker = locks.NewMemory(locks.Options{Holder: o.Instance})
 	}
 	s := &Store{db: db, o: o, log: o.Logger, audit: audit.Log{Instance: o.Instance, Now: o.Now},
-		snaps: newSnapshotCache(o.SnapshotCacheSize), ptrs: newPointerCache(), redis: &breaker{coolDown: time.Second}}
+		snaps: newSnapshotCache(o.SnapshotCacheSize), ptrs: newPointerCache(), redis: &breaker{coolDown: time.Second},
+		diffs: newDiffCache(o.Limits.DiffCacheBytes)}
 	s.bus = newBus(o.Redis, o.Keys, o.RedisTimeout, o.Logger, s.redis)
 	s.bus.Subscribe(KindPointer, s.onPointerEvent)
 	return s

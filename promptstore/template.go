@@ -81,3 +81,34 @@ func Render(s string, vars map[string]string) string {
 	}
 	return b.String()
 }
+
+// renderedSize is the size of Render(s, vars) as measured by size, summed
+// over the literal runs of s and the values substituted into it (varSize
+// holds each value's size, measured once), so the size of an answer is
+// known before it is rendered. Runs are split at "{{", which is ASCII, so
+// size sees whole UTF-8 sequences.
+func renderedSize(s string, vars map[string]string, varSize map[string]int64, size func(string) int64) int64 {
+	var n int64
+	for i := 0; i < len(s); {
+		k := strings.Index(s[i:], "{{")
+		if k < 0 {
+			n += size(s[i:])
+			break
+		}
+		n += size(s[i : i+k])
+		i += k
+		if name, end, ok := placeholderAt(s, i); ok {
+			vs, seen := varSize[name]
+			if !seen {
+				vs = size(vars[name])
+				varSize[name] = vs
+			}
+			n += vs
+			i = end
+			continue
+		}
+		n++ // a literal '{'
+		i++
+	}
+	return n
+}

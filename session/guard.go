@@ -130,20 +130,34 @@ func (s *Service) guard(ctx context.Context, id string, c WriteCondition) (fence
 }
 
 // touchQuery is the write's condition on the session row: fence and open
-// state, and the revision when the write names one.
-func touchQuery(id string, c WriteCondition, fence int64, set string, args ...any) (string, []any) {
+// state, the revision when the write names one, and the limits its growth
+// must stay within (limits.go). set is the caller's SET clause; the
+// growth's bytes and keys are added to it.
+func touchQuery(id string, c WriteCondition, fence int64, g growth, set string, args ...any) (string, []any) {
+	if g.bytes != 0 {
+		set += `, size_bytes = size_bytes + ?`
+		args = append(args, g.bytes)
+	}
+	if g.keys != 0 {
+		set += `, state_keys = state_keys + ?`
+		args = append(args, g.keys)
+	}
 	q := `UPDATE sessions SET ` + set + ` WHERE session_id = ? AND fence = ? AND state = 'open'`
 	args = append(args, id, fence)
 	if c.ExpectedRevision != nil {
 		q += ` AND revision = ?`
 		args = append(args, *c.ExpectedRevision)
 	}
+	for _, l := range g.checks() {
+		q += ` AND ` + l.col + ` + ? <= ?`
+		args = append(args, l.delta, l.limit)
+	}
 	return q, args
 }
 
 // conditionalTouch applies the condition with set; a miss is explained.
-func (s *Service) conditionalTouch(tx *gorm.DB, id string, c WriteCondition, fence int64, set string, args ...any) error {
-	q, args := touchQuery(id, c, fence, set, args...)
+func (s *Service) conditionalTouch(tx *gorm.DB, id string, c WriteCondition, fence int64, g growth, set string, args ...any) error {
+	q, args := touchQuery(id, c, fence, g, set, args...)
 	res := tx.Exec(q, args...)
 	if res.Error != nil {
 		return res.Error
@@ -151,14 +165,18 @@ func (s *Service) conditionalTouch(tx *gorm.DB, id string, c WriteCondition, fen
 	if res.RowsAffected == 1 {
 		return nil
 	}
-	return explainMiss(tx, id, c, fence)
+	return explainMiss(tx, id, c, fence, g)
 }
 
 // explainMiss says why a conditional write on the session row matched no
-// row: closed, another fence, another revision. An unfenced write that met
-// another fence is errFenceMoved, which guardedWrite resolves.
-func explainMiss(tx *gorm.DB, id string, c WriteCondition, fence int64) error {
-	row, err := readSession(tx, id)
+// row: closed, another fence, another revision, a limit. An unfenced write
+// that met another fence is errFenceMoved, which guardedWrite resolves.
+// The row is re-read after the miss with a locking read, which sees the
+// latest committed row (a plain read in an InnoDB transaction may see the
+// snapshot of an earlier read); counters and revisions only grow while
+// the session is open, so what made the write miss is still there.
+func explainMiss(tx *gorm.DB, id string, c WriteCondition, fence int64, g growth) error {
+	row, err := readSessionLatest(tx, id)
 	switch {
 	case err != nil:
 		return err
@@ -170,6 +188,9 @@ func explainMiss(tx *gorm.DB, id string, c WriteCondition, fence int64) error {
 		return errFenceMoved
 	case c.ExpectedRevision != nil && row.Revision != *c.ExpectedRevision:
 		return &RevisionConflict{Current: row.Revision}
+	}
+	if err := g.over(row); err != nil {
+		return err
 	}
 	return fmt.Errorf("session: %s changed under the write", id)
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/promptd/promptd/internal/sqlstore"
 )
 
 // States of a session.
@@ -63,6 +65,8 @@ type sessionRow struct {
 	Revision      int64
 	Fence         int64
 	Turns         int64
+	SizeBytes     int64 // turns and state entries, as the limits count them
+	StateKeys     int64
 	Metadata      string
 	IdleTtlMs     int64
 	CreatedAtMs   int64
@@ -70,8 +74,8 @@ type sessionRow struct {
 	ClosedAtMs    *int64
 }
 
-const sessionCols = `session_id, agent, env, user_id, pinned_version, state, revision, fence, turns, metadata, idle_ttl_ms,
-	created_at_ms, updated_at_ms, closed_at_ms`
+const sessionCols = `session_id, agent, env, user_id, pinned_version, state, revision, fence, turns, size_bytes, state_keys,
+	metadata, idle_ttl_ms, created_at_ms, updated_at_ms, closed_at_ms`
 
 func (r *sessionRow) session() *Session {
 	return &Session{SessionID: r.SessionID, Agent: r.Agent, Env: r.Env, UserID: r.UserID, PinnedVersion: r.PinnedVersion,
@@ -82,6 +86,22 @@ func (r *sessionRow) session() *Session {
 func readSession(db *gorm.DB, id string) (*sessionRow, error) {
 	var rows []sessionRow
 	if err := db.Raw(`SELECT `+sessionCols+` FROM sessions WHERE session_id = ?`, id).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, ErrNotFound
+	}
+	return &rows[0], nil
+}
+
+// readSessionLatest is readSession as a locking read (MySQL: FOR UPDATE),
+// for use inside a write's transaction; SQLite has one writer.
+func readSessionLatest(tx *gorm.DB, id string) (*sessionRow, error) {
+	if sqlstore.Dialect(tx) != sqlstore.MySQL {
+		return readSession(tx, id)
+	}
+	var rows []sessionRow
+	if err := tx.Raw(`SELECT `+sessionCols+` FROM sessions WHERE session_id = ? FOR UPDATE`, id).Scan(&rows).Error; err != nil {
 		return nil, err
 	}
 	if len(rows) == 0 {

@@ -63,5 +63,43 @@ func Migrations() []sqlstore.Migration {
 			}
 		}
 		return nil
-	}}}
+	}}, {Component: "session", Version: 2, Name: "sessions.size_bytes and sessions.state_keys, the counters the limits are checked on", Up: addCounters}}
+}
+
+// addCounters adds the counters the per-session limits are checked on
+// (limits.go) and fills them from the turns and state entries already
+// stored. The columns are added only when missing, so on MySQL (which
+// commits each ALTER at once) a migration that failed after them can run
+// again.
+func addCounters(tx *gorm.DB) error {
+	d := sqlstore.Dialect(tx)
+	for _, col := range []string{"size_bytes", "state_keys"} {
+		if tx.Migrator().HasColumn("sessions", col) {
+			continue
+		}
+		if err := tx.Exec(`ALTER TABLE sessions ADD COLUMN ` + col + ` BIGINT NOT NULL DEFAULT 0`).Error; err != nil {
+			return err
+		}
+	}
+	return tx.Exec(`UPDATE sessions SET
+		size_bytes = COALESCE((SELECT SUM(` + turnSizeSQL(d, "t.") + `) FROM session_turns t WHERE t.session_id = sessions.session_id), 0)
+			+ COALESCE((SELECT SUM(` + octets(d, "e.state_key") + ` + ` + octets(d, "e.value") + `) FROM session_state e
+				WHERE e.session_id = sessions.session_id), 0),
+		state_keys = (SELECT COUNT(*) FROM session_state e WHERE e.session_id = sessions.session_id)`).Error
+}
+
+// octets is the SQL length in bytes of a text column (SQLite's LENGTH
+// counts characters of TEXT), 0 for NULL.
+func octets(dialect, col string) string {
+	if dialect == sqlstore.MySQL {
+		return "COALESCE(LENGTH(" + col + "), 0)"
+	}
+	return "COALESCE(LENGTH(CAST(" + col + " AS BLOB)), 0)"
+}
+
+// turnSizeSQL is the SQL size of a stored turn, as turnBytes counts it; p
+// qualifies the columns ("t." or "").
+func turnSizeSQL(dialect, p string) string {
+	return octets(dialect, p+"content") + " + " + octets(dialect, p+"name") + " + " + octets(dialect, p+"tool_call_id") + " + " +
+		octets(dialect, p+"tool_calls") + " + " + octets(dialect, p+"metadata")
 }

@@ -30,6 +30,17 @@ type Options struct {
 	SQLTimeout time.Duration // default 5s
 	Logger     *slog.Logger
 	Now        func() time.Time
+
+	// Per-session limits (limits.go): turns (PROMPTD_SESSION_MAX_TURNS,
+	// default 10,000), bytes of turns and state entries
+	// (PROMPTD_SESSION_MAX_BYTES, 32 MiB), state entries
+	// (PROMPTD_SESSION_MAX_STATE_KEYS, 1,000).
+	MaxSessionTurns int64
+	MaxSessionBytes int64
+	MaxStateKeys    int64
+	// PageBytes bounds the turns of one Get page (PROMPTD_SESSION_PAGE_BYTES,
+	// default 4 MiB); a page holds at least one turn.
+	PageBytes int64
 }
 
 // Service manages sessions.
@@ -60,6 +71,18 @@ func New(o Options) *Service {
 	}
 	if o.SQLTimeout <= 0 {
 		o.SQLTimeout = 5 * time.Second
+	}
+	if o.MaxSessionTurns <= 0 {
+		o.MaxSessionTurns = DefaultMaxSessionTurns
+	}
+	if o.MaxSessionBytes <= 0 {
+		o.MaxSessionBytes = DefaultMaxSessionBytes
+	}
+	if o.MaxStateKeys <= 0 {
+		o.MaxStateKeys = DefaultMaxStateKeys
+	}
+	if o.PageBytes <= 0 {
+		o.PageBytes = DefaultPageBytes
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -150,7 +173,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (sess *Session, cr
 	row := sessionRow{SessionID: in.SessionID, Agent: in.Agent, Env: in.Env, UserID: in.UserID, PinnedVersion: res.Version,
 		State: Open, Metadata: meta, IdleTtlMs: ttl.Milliseconds(), CreatedAtMs: ms, UpdatedAtMs: ms}
 	out, err := sqlstore.Transact(ctx2, s.db, func(tx *gorm.DB) (*Session, error) {
-		if err := tx.Exec(`INSERT INTO sessions (`+sessionCols+`) VALUES (?, ?, ?, ?, ?, ?, 0, 0, 0, ?, ?, ?, ?, NULL)`,
+		if err := tx.Exec(`INSERT INTO sessions (`+sessionCols+`) VALUES (?, ?, ?, ?, ?, ?, 0, 0, 0, 0, 0, ?, ?, ?, ?, NULL)`,
 			row.SessionID, row.Agent, row.Env, row.UserID, row.PinnedVersion, row.State, row.Metadata, row.IdleTtlMs, ms, ms).Error; err != nil {
 			return nil, err
 		}
@@ -195,8 +218,9 @@ func (s *Service) existing(ctx context.Context, in CreateInput) (*Session, error
 	return row.session(), nil
 }
 
-// Get returns a session with its turns after seq since (at most limit),
-// its lease holder (nil when free or when Redis cannot tell) and its state
+// Get returns a session with its turns after seq since (at most limit,
+// and at most Options.PageBytes of them but at least one; NextSince
+// continues when more follow), its lease holder (nil when free or when Redis cannot tell) and its state
 // keys.
 func (s *Service) Get(ctx context.Context, id string, since int64, limit int) (*Session, error) {
 	if err := validID("session_id", id); err != nil {
@@ -218,16 +242,11 @@ func (s *Service) Get(ctx context.Context, id string, since int64, limit int) (*
 			return err
 		}
 		sess = row.session()
-		var turns []turnRow
-		if err := tx.Raw(`SELECT seq, role, content, name, tool_call_id, tool_calls, metadata, created_at_ms FROM session_turns
-		WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, id, since, limit+1).Scan(&turns).Error; err != nil {
+		turns, next, err := turnPage(tx, id, since, limit, s.o.PageBytes)
+		if err != nil {
 			return err
 		}
-		if len(turns) > limit {
-			turns = turns[:limit]
-			next := turns[len(turns)-1].Seq
-			sess.NextSince = &next
-		}
+		sess.NextSince = next
 		sess.Turns = make([]Turn, len(turns))
 		for i, t := range turns {
 			sess.Turns[i] = t.turn()
@@ -248,31 +267,26 @@ func (s *Service) Get(ctx context.Context, id string, since int64, limit int) (*
 	return sess, nil
 }
 
-// Turns implements promptstore.History: the session's turns, oldest first;
-// with max > 0 the newest max, never starting with tool turns cut off from
-// the assistant turn whose tool_calls they answer.
-func (s *Service) Turns(ctx context.Context, id string, max int) ([]promptstore.Message, error) {
+// Turns implements promptstore.History: the session's turns, oldest
+// first; with max > 0 the newest max, with maxBytes > 0 the newest that
+// fit in maxBytes (as the session_bytes limit counts them), never
+// starting with tool turns cut off from the assistant turn whose
+// tool_calls they answer. Only the turns returned are read in full.
+func (s *Service) Turns(ctx context.Context, id string, max int, maxBytes int64) ([]promptstore.Message, error) {
 	ctx, cancel := s.sqlCtx(ctx)
 	defer cancel()
-	q := `SELECT seq, role, content, name, tool_call_id, tool_calls, metadata, created_at_ms FROM session_turns WHERE session_id = ? ORDER BY seq DESC`
-	args := []any{id}
-	if max > 0 {
-		q += ` LIMIT ?`
-		args = append(args, max)
-	}
 	var rows []turnRow
-	if err := s.db.WithContext(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) (err error) {
+		rows, err = historyTurns(tx, id, max, maxBytes)
+		return err
+	})
+	if err != nil {
 		return nil, storeErr(err)
-	}
-	// rows are newest first; drop tool turns left at the cut.
-	cut := max > 0 && len(rows) == max // older turns were left out
-	for cut && len(rows) > 0 && rows[len(rows)-1].Role == "tool" {
-		rows = rows[:len(rows)-1]
 	}
 	out := make([]promptstore.Message, len(rows))
 	for i, r := range rows {
 		t := r.turn()
-		out[len(rows)-1-i] = promptstore.Message{Role: t.Role, Content: t.Content, Name: t.Name, ToolCallID: t.ToolCallID, ToolCalls: t.ToolCalls}
+		out[i] = promptstore.Message{Role: t.Role, Content: t.Content, Name: t.Name, ToolCallID: t.ToolCallID, ToolCalls: t.ToolCalls}
 	}
 	return out, nil
 }

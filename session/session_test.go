@@ -326,7 +326,7 @@ func TestTurns_historyCutKeepsToolGroups(t *testing.T) {
 	}
 	for max, want := range map[int][]string{0: {"user", "assistant", "tool", "tool", "assistant"}, 4: {"assistant", "tool", "tool", "assistant"},
 		3: {"assistant"}, 2: {"assistant"}, 1: {"assistant"}} {
-		got, err := w.sess.Turns(ctx, "h", max)
+		got, err := w.sess.Turns(ctx, "h", max, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -87,28 +87,29 @@ func checkCondition(c WriteCondition) error {
 	return nil
 }
 
-// appendTouch is the append's conditional update; it returns the session's
-// new turn count in the same round trip (LAST_INSERT_ID on MySQL,
-// RETURNING on SQLite), so the seqs need no second read.
-func appendTouch(tx *gorm.DB, id string, c WriteCondition, fence int64, n int, ms int64) (int64, error) {
+// appendTouch is the append's conditional update, limits included
+// (g); it returns the session's new turn count in the same round trip
+// (LAST_INSERT_ID on MySQL, RETURNING on SQLite), so the seqs need no
+// second read.
+func appendTouch(tx *gorm.DB, id string, c WriteCondition, fence int64, g growth, ms int64) (int64, error) {
 	if sqlstore.Dialect(tx) == sqlstore.MySQL {
-		q, args := touchQuery(id, c, fence, `revision = revision + 1, turns = LAST_INSERT_ID(turns + ?), updated_at_ms = ?`, n, ms)
+		q, args := touchQuery(id, c, fence, g, `revision = revision + 1, turns = LAST_INSERT_ID(turns + ?), updated_at_ms = ?`, g.turns, ms)
 		res, err := tx.Statement.ConnPool.ExecContext(tx.Statement.Context, q, args...)
 		if err != nil {
 			return 0, err
 		}
 		if rows, _ := res.RowsAffected(); rows != 1 {
-			return 0, explainMiss(tx, id, c, fence)
+			return 0, explainMiss(tx, id, c, fence, g)
 		}
 		return res.LastInsertId()
 	}
-	q, args := touchQuery(id, c, fence, `revision = revision + 1, turns = turns + ?, updated_at_ms = ?`, n, ms)
+	q, args := touchQuery(id, c, fence, g, `revision = revision + 1, turns = turns + ?, updated_at_ms = ?`, g.turns, ms)
 	var turns []int64
 	if err := tx.Raw(q+` RETURNING turns`, args...).Scan(&turns).Error; err != nil {
 		return 0, err
 	}
 	if len(turns) != 1 {
-		return 0, explainMiss(tx, id, c, fence)
+		return 0, explainMiss(tx, id, c, fence, g)
 	}
 	return turns[0], nil
 }
@@ -127,8 +128,12 @@ func (s *Service) Append(ctx context.Context, id string, c WriteCondition, turns
 		return nil, err
 	}
 	ms := s.o.Now().UnixMilli()
+	g := growth{turns: int64(len(turns)), lim: s.limits()}
+	for _, t := range turns {
+		g.bytes += turnBytes(t)
+	}
 	out, err := guardedWrite(ctx, s, id, c, func(tx *gorm.DB, fence int64) (*Appended, error) {
-		total, err := appendTouch(tx, id, c, fence, len(turns), ms)
+		total, err := appendTouch(tx, id, c, fence, g, ms)
 		if err != nil {
 			return nil, err
 		}
@@ -184,7 +189,11 @@ type StateEntry struct {
 }
 
 // PutState writes a blackboard entry with a per-key compare-and-set
-// (expected 0 creates) under the session's fence rule.
+// (expected 0 creates) under the session's fence rule. A new entry counts
+// against the session's state-key limit, its key and value against the
+// byte limit; an update counts the change of the value's size, which is
+// read at the expected revision in the write's transaction (the entry's
+// own revision condition makes that read the one the write replaces).
 func (s *Service) PutState(ctx context.Context, id, key string, expected int64, fence *int64, value json.RawMessage) (int64, error) {
 	if err := validID("session_id", id); err != nil {
 		return 0, err
@@ -204,7 +213,23 @@ func (s *Service) PutState(ctx context.Context, id, key string, expected int64, 
 	}
 	ms := s.o.Now().UnixMilli()
 	rev, err := guardedWrite(ctx, s, id, c, func(tx *gorm.DB, f int64) (int64, error) {
-		if err := s.conditionalTouch(tx, id, c, f, `updated_at_ms = ?`, ms); err != nil {
+		g := growth{keys: 1, bytes: stateBytes(key, value), lim: s.limits()}
+		if expected == 0 && stateRevision(tx, id, key) > 0 {
+			g = growth{} // taken: the insert below is the conflict, not a limit
+		}
+		if expected > 0 {
+			old, found, err := storedValueBytes(tx, id, key, expected)
+			if err != nil {
+				return 0, err
+			}
+			// Not at the expected revision: the session's own condition
+			// still speaks first (closed, fence), then the conflict.
+			g = growth{lim: g.lim}
+			if found {
+				g.bytes = int64(len(value)) - old
+			}
+		}
+		if err := s.conditionalTouch(tx, id, c, f, g, `updated_at_ms = ?`, ms); err != nil {
 			return 0, err
 		}
 		if expected == 0 {
@@ -237,32 +262,6 @@ func stateRevision(tx *gorm.DB, id, key string) int64 {
 	return rev
 }
 
-// State returns every blackboard entry of a session.
-func (s *Service) State(ctx context.Context, id string) (map[string]StateEntry, error) {
-	if err := validID("session_id", id); err != nil {
-		return nil, err
-	}
-	ctx, cancel := s.sqlCtx(ctx)
-	defer cancel()
-	db := s.db.WithContext(ctx)
-	if _, err := readSession(db, id); err != nil {
-		return nil, storeErr(err)
-	}
-	var rows []struct {
-		StateKey string
-		Value    string
-		Revision int64
-	}
-	if err := db.Raw(`SELECT state_key, value, revision FROM session_state WHERE session_id = ?`, id).Scan(&rows).Error; err != nil {
-		return nil, storeErr(err)
-	}
-	out := make(map[string]StateEntry, len(rows))
-	for _, r := range rows {
-		out[r.StateKey] = StateEntry{Value: json.RawMessage(r.Value), Revision: r.Revision}
-	}
-	return out, nil
-}
-
 // Close closes a session under the write rule; it counts as a revision.
 // With the lease's token (the closer holds the lease) the lease is freed
 // too, by token as always; without it a held lease runs to its TTL, but a
@@ -276,7 +275,7 @@ func (s *Service) Close(ctx context.Context, id string, c WriteCondition, leaseT
 	}
 	ms := s.o.Now().UnixMilli()
 	out, err := guardedWrite(ctx, s, id, c, func(tx *gorm.DB, fence int64) (*Session, error) {
-		if err := s.conditionalTouch(tx, id, c, fence, `state = 'closed', revision = revision + 1, updated_at_ms = ?, closed_at_ms = ?`, ms, ms); err != nil {
+		if err := s.conditionalTouch(tx, id, c, fence, growth{}, `state = 'closed', revision = revision + 1, updated_at_ms = ?, closed_at_ms = ?`, ms, ms); err != nil {
 			return nil, err
 		}
 		row, err := readSession(tx, id)

@@ -99,6 +99,8 @@ func (m *Main) Open(ctx context.Context) error {
 	m.store = promptstore.New(m.db, promptstore.Options{
 		Locker: m.locker, Keys: keys, Redis: m.redis, RedisTimeout: cfg.RedisTimeout, Instance: cfg.InstanceID,
 		Metrics: promptstore.NewMetrics(m.registry), Logger: m.Logger,
+		Limits: promptstore.Limits{AssembleMaxBytes: cfg.AssembleMaxBytes, MaxHistoryTurns: int(cfg.AssembleMaxHistoryTurns),
+			DiffMaxBytes: cfg.DiffMaxBytes, DiffMaxLines: int(cfg.DiffMaxLines), DiffCacheBytes: cfg.DiffCacheBytes},
 	})
 	if err := m.store.RepairMirror(ctx); err != nil {
 		m.Logger.Warn("repairing the Redis mirror at start failed; the reconciler will catch up", "err", err)
@@ -109,7 +111,9 @@ func (m *Main) Open(ctx context.Context) error {
 	// Resolution order: session pin -> release arm -> env pointer. New
 	// sessions are pinned to what the release arm (or the pointer) gives.
 	m.sessions = session.New(session.Options{Store: m.store, Resolver: m.releases, Events: m.events,
-		IdleTTL: cfg.SessionIdleTTL, Retention: cfg.SessionRetention, Logger: m.Logger})
+		IdleTTL: cfg.SessionIdleTTL, Retention: cfg.SessionRetention, Logger: m.Logger,
+		MaxSessionTurns: cfg.SessionMaxTurns, MaxSessionBytes: cfg.SessionMaxBytes, MaxStateKeys: cfg.SessionMaxStateKeys,
+		PageBytes: cfg.SessionPageBytes})
 	resolver := session.Resolver{S: m.sessions, Next: m.releases}
 	m.jobs = newScheduler(m.locker, keys, m.Logger)
 	scheduleJobs(m.jobs, jobDeps{db: m.db, store: m.store, idem: idem, releases: m.releases, sessions: m.sessions,

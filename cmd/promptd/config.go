@@ -38,6 +38,15 @@ var configVars = []string{
 	"PROMPTD_SESSION_IDLE_TTL",
 	"PROMPTD_SESSION_RETENTION",
 	"PROMPTD_IDEMPOTENCY_TTL",
+	"PROMPTD_SESSION_MAX_TURNS",
+	"PROMPTD_SESSION_MAX_BYTES",
+	"PROMPTD_SESSION_MAX_STATE_KEYS",
+	"PROMPTD_SESSION_PAGE_BYTES",
+	"PROMPTD_ASSEMBLE_MAX_BYTES",
+	"PROMPTD_ASSEMBLE_MAX_HISTORY_TURNS",
+	"PROMPTD_DIFF_MAX_BYTES",
+	"PROMPTD_DIFF_MAX_LINES",
+	"PROMPTD_DIFF_CACHE_BYTES",
 	"PROMPTD_LOG_LEVEL",
 	"PROMPTD_AUDIT_RETENTION",
 	"PROMPTD_LEASE_MAX_WAITERS",
@@ -83,6 +92,17 @@ type Config struct {
 	AuditRetention   time.Duration // audit events older than this are deleted
 	LeaseMaxWaiters  int           // lease acquires waiting at once per process
 	LockFenceTTL     time.Duration // how long a Redis fence counter outlives its last grant
+
+	// Limits on what one session holds and one read may cost.
+	SessionMaxTurns         int64
+	SessionMaxBytes         int64
+	SessionMaxStateKeys     int64
+	SessionPageBytes        int64
+	AssembleMaxBytes        int64
+	AssembleMaxHistoryTurns int64
+	DiffMaxBytes            int64
+	DiffMaxLines            int64
+	DiffCacheBytes          int64
 }
 
 // loadConfig reads and validates the configuration. It reports every
@@ -107,8 +127,18 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		IdempotencyTTL:   e.duration("PROMPTD_IDEMPOTENCY_TTL", 24*time.Hour),
 		LogLevel:         e.level("PROMPTD_LOG_LEVEL", slog.LevelInfo),
 		AuditRetention:   e.duration("PROMPTD_AUDIT_RETENTION", 2160*time.Hour),
-		LeaseMaxWaiters:  e.count("PROMPTD_LEASE_MAX_WAITERS", locks.DefaultMaxWaiters),
+		LeaseMaxWaiters:  int(e.count("PROMPTD_LEASE_MAX_WAITERS", int64(locks.DefaultMaxWaiters))),
 		LockFenceTTL:     e.duration("PROMPTD_LOCK_FENCE_TTL", locks.DefaultFenceTTL),
+
+		SessionMaxTurns:         e.count("PROMPTD_SESSION_MAX_TURNS", 10000),
+		SessionMaxBytes:         e.bytes("PROMPTD_SESSION_MAX_BYTES", 32<<20),
+		SessionMaxStateKeys:     e.count("PROMPTD_SESSION_MAX_STATE_KEYS", 1000),
+		SessionPageBytes:        e.bytes("PROMPTD_SESSION_PAGE_BYTES", 4<<20),
+		AssembleMaxBytes:        e.bytes("PROMPTD_ASSEMBLE_MAX_BYTES", 8<<20),
+		AssembleMaxHistoryTurns: e.count("PROMPTD_ASSEMBLE_MAX_HISTORY_TURNS", 1000),
+		DiffMaxBytes:            e.bytes("PROMPTD_DIFF_MAX_BYTES", 1<<20),
+		DiffMaxLines:            e.count("PROMPTD_DIFF_MAX_LINES", 20000),
+		DiffCacheBytes:          e.bytes("PROMPTD_DIFF_CACHE_BYTES", 16<<20),
 	}
 	tokens, err := parseTokens(e.str("PROMPTD_TOKENS", ""))
 	e.check("PROMPTD_TOKENS", err)
@@ -198,12 +228,12 @@ func (e *envReader) bytes(name string, def int64) int64 {
 	return n
 }
 
-func (e *envReader) count(name string, def int) int {
+func (e *envReader) count(name string, def int64) int64 {
 	v := e.str(name, "")
 	if v == "" {
 		return def
 	}
-	n, err := strconv.Atoi(v)
+	n, err := strconv.ParseInt(v, 10, 32)
 	if err != nil || n <= 0 {
 		e.check(name, fmt.Errorf("invalid count %q (a positive whole number)", v))
 	}

@@ -1,0 +1,6 @@
+//go:build race
+
+package api_test
+
+// raceDetector: the race detector is on; it makes allocations larger.
+const raceDetector = true
