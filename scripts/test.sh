@@ -74,6 +74,9 @@ fi
 section "go vet ./..."
 run go vet ./...
 
+section "openapi: redocly, spectral, generated TypeScript types (scripts/openapi-check.sh)"
+run ./scripts/openapi-check.sh
+
 section "go test -race ./..."
 run go test -race -count=1 -timeout 25m ./...
 print_faults
