@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/promptd/promptd/api"
 )
 
 // configVars lists every environment variable promptd reads; the tests
@@ -37,6 +39,11 @@ var configVars = []string{
 	"PROMPTD_SESSION_RETENTION",
 	"PROMPTD_IDEMPOTENCY_TTL",
 	"PROMPTD_LOG_LEVEL",
+	"PROMPTD_READ_HEADER_TIMEOUT",
+	"PROMPTD_READ_TIMEOUT",
+	"PROMPTD_WRITE_TIMEOUT",
+	"PROMPTD_IDLE_TIMEOUT",
+	"PROMPTD_MAX_CONNS",
 }
 
 // Token roles.
@@ -75,6 +82,12 @@ type Config struct {
 	SessionRetention time.Duration
 	IdempotencyTTL   time.Duration
 	LogLevel         slog.Level
+	// HTTP connection limits (api.Config has what each bounds).
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	MaxConns          int
 }
 
 // loadConfig reads and validates the configuration. It reports every
@@ -99,6 +112,12 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		IdempotencyTTL:   e.duration("PROMPTD_IDEMPOTENCY_TTL", 24*time.Hour),
 		LogLevel:         e.level("PROMPTD_LOG_LEVEL", slog.LevelInfo),
 	}
+	c.ReadHeaderTimeout = e.duration("PROMPTD_READ_HEADER_TIMEOUT", api.DefaultReadHeaderTimeout)
+	c.ReadTimeout = e.duration("PROMPTD_READ_TIMEOUT", api.DefaultReadTimeout)
+	c.WriteTimeout = e.duration("PROMPTD_WRITE_TIMEOUT", api.DefaultWriteTimeout)
+	c.IdleTimeout = e.duration("PROMPTD_IDLE_TIMEOUT", api.DefaultIdleTimeout)
+	c.MaxConns = e.count("PROMPTD_MAX_CONNS", api.DefaultMaxConns)
+	e.check("PROMPTD_METRICS_TOKEN", checkSecret(c.MetricsToken))
 	tokens, err := parseTokens(e.str("PROMPTD_TOKENS", ""))
 	e.check("PROMPTD_TOKENS", err)
 	c.Tokens = tokens
@@ -187,6 +206,18 @@ func (e *envReader) bytes(name string, def int64) int64 {
 	return n
 }
 
+func (e *envReader) count(name string, def int) int {
+	v := e.str(name, "")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		e.check(name, fmt.Errorf("invalid count %q (a positive integer)", v))
+	}
+	return n
+}
+
 func (e *envReader) level(name string, def slog.Level) slog.Level {
 	v := e.str(name, "")
 	if v == "" {
@@ -229,6 +260,15 @@ func parseTokens(s string) ([]Token, error) {
 		tokens = append(tokens, t)
 	}
 	return tokens, nil
+}
+
+// checkSecret holds a secret other than PROMPTD_TOKENS' (the metrics
+// token) to the same rule as theirs; empty means not set.
+func checkSecret(s string) error {
+	if s != "" && (len(s) < minSecretLen || strings.IndexFunc(s, unicode.IsSpace) >= 0) {
+		return fmt.Errorf("must be at least %d characters, without spaces", minSecretLen)
+	}
+	return nil
 }
 
 func validName(s string) bool {

@@ -32,6 +32,11 @@ func (c Config) LogValue() slog.Value {
 		slog.String("session_retention", c.SessionRetention.String()),
 		slog.String("idempotency_ttl", c.IdempotencyTTL.String()),
 		slog.String("log_level", c.LogLevel.String()),
+		slog.String("read_header_timeout", c.ReadHeaderTimeout.String()),
+		slog.String("read_timeout", c.ReadTimeout.String()),
+		slog.String("write_timeout", c.WriteTimeout.String()),
+		slog.String("idle_timeout", c.IdleTimeout.String()),
+		slog.Int("max_conns", c.MaxConns),
 	)
 }
 
