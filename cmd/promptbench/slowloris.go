@@ -29,6 +29,7 @@ func runSlowloris(ctx context.Context, args []string, out io.Writer) error {
 	fs.DurationVar(&o.Wait, "wait", 2*time.Minute, "how long to wait for the server to close them, once all are open")
 	fs.IntVar(&o.PID, "pid", 0, "promptd's process id, to sample its VmRSS (0: not sampled)")
 	fs.IntVar(&o.Dialers, "dialers", 256, "connections being opened at once")
+	fs.IntVar(&o.Rate, "rate", 0, "open at most this many connections per second (0: as fast as the dialers go)")
 	maxProbe := fs.Duration("max-probe", time.Second, "fail when a /healthz probe took longer")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -62,11 +62,16 @@ type Options struct {
 	// Dialers is how many connections are being opened at once; zero
 	// means 256.
 	Dialers int
+	// Rate paces the opening at this many connections per second; zero:
+	// as fast as the dialers go.
+	Rate int
 }
 
 // Result is what a Run saw.
 type Result struct {
 	Opened, DialErrors int
+	// PeakOpen is the most connections of this Run open at once.
+	PeakOpen int
 	// OpenTook is how long opening every connection took.
 	OpenTook time.Duration
 	// Probes counts the /healthz probes, ProbeErrors those that failed or
@@ -95,7 +100,8 @@ func (r Result) Closed() bool { return r.StillOpen == 0 }
 // String is the report promptbench prints.
 func (r Result) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "connections opened   %d (dial errors %d) in %s\n", r.Opened, r.DialErrors, r.OpenTook.Round(time.Millisecond))
+	fmt.Fprintf(&b, "connections opened   %d (dial errors %d) in %s, at most %d open at once\n", r.Opened, r.DialErrors,
+		r.OpenTook.Round(time.Millisecond), r.PeakOpen)
 	fmt.Fprintf(&b, "/healthz probes      %d, failed %d, max latency %s (at %s)\n", r.Probes, r.ProbeErrors,
 		r.ProbeMax.Round(time.Millisecond), r.ProbeMaxAt.Round(time.Millisecond))
 	fmt.Fprintf(&b, "  once all were open  max latency %s\n", r.ProbeMaxHeld.Round(time.Millisecond))
@@ -150,6 +156,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		next  atomic.Int64
 		dials sync.WaitGroup
 	)
+	var paced <-chan time.Time
+	if o.Rate > 0 {
+		tick := time.NewTicker(time.Second / time.Duration(o.Rate))
+		defer tick.Stop()
+		paced = tick.C
+	}
 	start := time.Now()
 	for range o.Dialers {
 		dials.Go(func() {
@@ -160,6 +172,13 @@ func Run(ctx context.Context, o Options) (Result, error) {
 					return
 				}
 				k := Kind(i % int64(kinds))
+				if paced != nil {
+					select {
+					case <-paced:
+					case <-ctx.Done():
+						return
+					}
+				}
 				c, err := d.DialContext(ctx, "tcp", o.Addr)
 				if err == nil {
 					_, err = io.WriteString(c, preamble(k, o.Path, o.Addr))
@@ -175,6 +194,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 				}
 				conns = append(conns, c)
 				r.Opened++
+				r.PeakOpen = max(r.PeakOpen, r.Opened-p.closedSoFar())
 				mu.Unlock()
 				open.Add(1)
 				go func() {
@@ -248,6 +268,12 @@ func (p *prober) closed(k Kind, open time.Duration) {
 		p.closedCount++
 		p.closedMax[k] = max(p.closedMax[k], open)
 	}
+}
+
+func (p *prober) closedSoFar() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closedCount
 }
 
 func (p *prober) allOpen() {
