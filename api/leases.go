@@ -145,6 +145,7 @@ func (s *Server) handleAcquireLeases(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.extendDeadlines(c, req.wait)
 	ctx := c.Request().Context()
 	token := locks.NewToken()
 	g, err := s.cfg.Prompts.Locker().AcquireAll(ctx, keys, req.ttl, locks.WithWait(req.wait), locks.WithoutKeepalive(),

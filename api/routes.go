@@ -14,7 +14,9 @@ import (
 func (s *Server) routes() {
 	// Operations: no token (except /metrics with PROMPTD_METRICS_TOKEN).
 	s.e.GET("/healthz", s.handleHealthz)
+	s.e.HEAD("/healthz", s.handleHealthz)
 	s.e.GET("/readyz", s.handleReadyz)
+	s.e.HEAD("/readyz", s.handleReadyz)
 	s.e.GET("/metrics", s.handleMetrics())
 	s.e.GET("/openapi.yaml", s.handleOpenAPI)
 

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -69,7 +70,47 @@ type Config struct {
 	// ImportMaxBytes is the body limit of POST /v1/import; zero means
 	// DefaultImportMaxBytes.
 	ImportMaxBytes int64
+
+	// Connection limits (zero means the default of each). See
+	// DefaultReadTimeout and the others for what each bounds.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	// MaxConns caps the connections served at once (see connLimiter);
+	// zero means DefaultMaxConns.
+	MaxConns int
 }
+
+// Connection limits by default. A route that waits (a lease wait) moves its
+// own deadlines by the wait (extendDeadlines), so that none of these has to
+// cover the longest wait.
+const (
+	// DefaultReadHeaderTimeout bounds how long a connection may take to
+	// send a request's headers: from its opening to the end of its first
+	// request's headers, and from the first byte of each next one. A
+	// connection that sends nothing, or never finishes its headers, is
+	// closed after it.
+	DefaultReadHeaderTimeout = 5 * time.Second
+	// DefaultReadTimeout bounds reading a whole request, body included,
+	// from the start of its headers: a client that sends its body slowly
+	// or never is cut off after it. A 64 MiB import must arrive within it
+	// (about 2.2 MB/s).
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultWriteTimeout bounds a request from the end of its headers to
+	// the end of its response (its upload, its work and the writing of
+	// its answer): a client that does not read its response is cut off
+	// after it, and the response's memory freed. The handler is not
+	// stopped: what it wrote to the stores stays, only the answer is lost
+	// (a retry with the same Idempotency-Key gets it).
+	DefaultWriteTimeout = 60 * time.Second
+	// DefaultIdleTimeout closes a kept-alive connection that sends no new
+	// request.
+	DefaultIdleTimeout = 30 * time.Second
+	// DefaultMaxConns is the connection cap by default (about 20 KiB of
+	// memory each when all are open and idle).
+	DefaultMaxConns = 16384
+)
 
 // answerCacheBytes bounds the bodies the resolve answer cache holds.
 const answerCacheBytes = 32 << 20
@@ -113,6 +154,11 @@ func New(cfg Config) *Server {
 	if cfg.ImportMaxBytes <= 0 {
 		cfg.ImportMaxBytes = DefaultImportMaxBytes
 	}
+	cfg.ReadHeaderTimeout = cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	cfg.ReadTimeout = cmp.Or(cfg.ReadTimeout, DefaultReadTimeout)
+	cfg.WriteTimeout = cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout)
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
+	cfg.MaxConns = cmp.Or(cfg.MaxConns, DefaultMaxConns)
 	if cfg.Prompts != nil {
 		if cfg.Resolver == nil {
 			cfg.Resolver = cfg.Prompts
@@ -130,8 +176,10 @@ func New(cfg Config) *Server {
 	// Client addresses come from the connection, never from headers a
 	// client can forge.
 	e.IPExtractor = echo.ExtractIPDirect()
-	e.Server.ReadHeaderTimeout = 10 * time.Second
-	e.Server.IdleTimeout = 2 * time.Minute
+	e.Server.ReadHeaderTimeout = cfg.ReadHeaderTimeout
+	e.Server.ReadTimeout = cfg.ReadTimeout
+	e.Server.WriteTimeout = cfg.WriteTimeout
+	e.Server.IdleTimeout = cfg.IdleTimeout
 	e.Server.ErrorLog = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
 
 	s := &Server{e: e, cfg: cfg, log: cfg.Logger, metrics: newHTTPMetrics(cfg.Registerer),
@@ -149,10 +197,13 @@ func (s *Server) Handler() http.Handler { return s.e }
 // Echo returns the underlying Echo instance.
 func (s *Server) Echo() *echo.Echo { return s.e }
 
-// Serve accepts connections on ln until Shutdown; it returns nil after a
-// shutdown and the listener's error otherwise.
+// Serve accepts connections on ln, at most Config.MaxConns at once, until
+// Shutdown; it returns nil after a shutdown and the listener's error
+// otherwise. Call it once.
 func (s *Server) Serve(ln net.Listener) error {
-	err := s.e.Server.Serve(ln)
+	l := newConnLimiter(ln, s.cfg.MaxConns)
+	s.e.Server.ConnState = l.track
+	err := s.e.Server.Serve(l)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

@@ -28,6 +28,35 @@ func TestHealthz_isOK(t *testing.T) {
 	}
 }
 
+func TestHealthzAndReadyz_head_answerLikeGetWithoutABody(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		checks api.Checks
+		path   string
+		status int
+	}{
+		{"healthz", api.Checks{}, "/healthz", 200},
+		{"readyz", api.Checks{SQL: ok}, "/readyz", 200},
+		{"readyz, no store", api.Checks{}, "/readyz", 503},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _, _ := newServer(t, api.Config{Checks: tc.checks})
+			srv := httptest.NewServer(s.Handler())
+			defer srv.Close()
+			res, err := http.Head(srv.URL + tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != tc.status || len(body) != 0 || res.Header.Get("Cache-Control") != "no-store" {
+				t.Fatalf("HEAD %s = %d, %d body bytes, Cache-Control %q; want %d, none, no-store",
+					tc.path, res.StatusCode, len(body), res.Header.Get("Cache-Control"), tc.status)
+			}
+		})
+	}
+}
+
 func TestReadyz_reportsStoresAndMode(t *testing.T) {
 	hang := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
 	for _, tc := range []struct {

@@ -66,6 +66,7 @@ func (s *Server) handleAcquireSessionLease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.extendDeadlines(c, wait)
 	l, err := ss.AcquireLease(c.Request().Context(), id, session.LeaseInput{Holder: req.Holder, TTL: ttl, Wait: wait,
 		Mode: req.Mode, Token: req.Token})
 	if err != nil {

@@ -14,6 +14,10 @@
 //
 //	promptbench -url http://127.0.0.1:8080 -admin-token T -runtime-token R [-scenario all] [-duration 10s] [-conns 64] [-rounds 5]
 //	            [-mysql-dsn DSN] [-redis-url URL] [-metrics-token T]
+//	promptbench slowloris -url http://127.0.0.1:8080 [-conns 20000] [-pid PID] [-wait 2m]
+//
+// slowloris opens that many slow or idle connections and reports whether
+// /healthz kept answering, promptd's RSS and when promptd closed them.
 package main
 
 import (
@@ -37,7 +41,12 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+	runner := run
+	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "slowloris" {
+		runner, args = runSlowloris, args[1:]
+	}
+	if err := runner(ctx, args, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "promptbench:", err)
 		os.Exit(1)
 	}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -136,6 +134,12 @@ func (m *Main) Open(ctx context.Context) error {
 		Events:         m.events,
 		Idempotency:    idem,
 		ImportMaxBytes: cfg.ImportMaxBytes,
+
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxConns:          connCap(cfg.MaxConns, m.Logger),
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -173,20 +177,25 @@ func (m *Main) tokens() ([]api.Token, error) {
 	return out, nil
 }
 
-// openSQL opens MySQL, or SQLite in the data directory.
+// openSQL opens MySQL, or SQLite in the data directory, which it keeps
+// private (prepareDataDir).
 func (m *Main) openSQL(ctx context.Context) error {
 	cfg := sqlstore.Config{MySQLDSN: m.Config.MySQLDSN, Logger: m.Logger}
 	if cfg.MySQLDSN == "" {
-		if err := os.MkdirAll(m.Config.DataDir, 0o700); err != nil {
-			return fmt.Errorf("data directory: %w", err)
+		path, err := prepareDataDir(m.Config.DataDir, m.Logger)
+		if err != nil {
+			return err
 		}
-		cfg.SQLitePath = filepath.Join(m.Config.DataDir, "promptd.db")
+		cfg.SQLitePath = path
 	}
 	db, err := sqlstore.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	m.db = db
+	if cfg.MySQLDSN == "" {
+		return makePrivate(m.Config.DataDir) // the WAL files SQLite just made
+	}
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/api"
 )
 
 // configVars lists every environment variable promptd reads; the tests
@@ -51,6 +52,11 @@ var configVars = []string{
 	"PROMPTD_AUDIT_RETENTION",
 	"PROMPTD_LEASE_MAX_WAITERS",
 	"PROMPTD_LOCK_FENCE_TTL",
+	"PROMPTD_READ_HEADER_TIMEOUT",
+	"PROMPTD_READ_TIMEOUT",
+	"PROMPTD_WRITE_TIMEOUT",
+	"PROMPTD_IDLE_TIMEOUT",
+	"PROMPTD_MAX_CONNS",
 }
 
 // Token roles.
@@ -103,6 +109,12 @@ type Config struct {
 	DiffMaxBytes            int64
 	DiffMaxLines            int64
 	DiffCacheBytes          int64
+	// HTTP connection limits (api.Config has what each bounds).
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	MaxConns          int
 }
 
 // loadConfig reads and validates the configuration. It reports every
@@ -140,6 +152,12 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		DiffMaxLines:            e.count("PROMPTD_DIFF_MAX_LINES", 20000),
 		DiffCacheBytes:          e.bytes("PROMPTD_DIFF_CACHE_BYTES", 16<<20),
 	}
+	c.ReadHeaderTimeout = e.duration("PROMPTD_READ_HEADER_TIMEOUT", api.DefaultReadHeaderTimeout)
+	c.ReadTimeout = e.duration("PROMPTD_READ_TIMEOUT", api.DefaultReadTimeout)
+	c.WriteTimeout = e.duration("PROMPTD_WRITE_TIMEOUT", api.DefaultWriteTimeout)
+	c.IdleTimeout = e.duration("PROMPTD_IDLE_TIMEOUT", api.DefaultIdleTimeout)
+	c.MaxConns = int(e.count("PROMPTD_MAX_CONNS", api.DefaultMaxConns))
+	e.check("PROMPTD_METRICS_TOKEN", checkSecret(c.MetricsToken))
 	tokens, err := parseTokens(e.str("PROMPTD_TOKENS", ""))
 	e.check("PROMPTD_TOKENS", err)
 	c.Tokens = tokens
@@ -282,6 +300,15 @@ func parseTokens(s string) ([]Token, error) {
 		tokens = append(tokens, t)
 	}
 	return tokens, nil
+}
+
+// checkSecret holds a secret other than PROMPTD_TOKENS' (the metrics
+// token) to the same rule as theirs; empty means not set.
+func checkSecret(s string) error {
+	if s != "" && (len(s) < minSecretLen || strings.IndexFunc(s, unicode.IsSpace) >= 0) {
+		return fmt.Errorf("must be at least %d characters, without spaces", minSecretLen)
+	}
+	return nil
 }
 
 func validName(s string) bool {

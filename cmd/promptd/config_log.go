@@ -35,6 +35,11 @@ func (c Config) LogValue() slog.Value {
 		slog.String("audit_retention", c.AuditRetention.String()),
 		slog.Int("lease_max_waiters", c.LeaseMaxWaiters),
 		slog.String("lock_fence_ttl", c.LockFenceTTL.String()),
+		slog.String("read_header_timeout", c.ReadHeaderTimeout.String()),
+		slog.String("read_timeout", c.ReadTimeout.String()),
+		slog.String("write_timeout", c.WriteTimeout.String()),
+		slog.String("idle_timeout", c.IdleTimeout.String()),
+		slog.Int("max_conns", c.MaxConns),
 	)
 }
 

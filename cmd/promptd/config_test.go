@@ -27,6 +27,8 @@ func TestLoadConfig_defaults(t *testing.T) {
 		AuditRetention: 2160 * time.Hour, LeaseMaxWaiters: 10000, LockFenceTTL: 24 * time.Hour,
 		SessionMaxTurns: 10000, SessionMaxBytes: 32 << 20, SessionMaxStateKeys: 1000, SessionPageBytes: 4 << 20,
 		AssembleMaxBytes: 8 << 20, AssembleMaxHistoryTurns: 1000, DiffMaxBytes: 1 << 20, DiffMaxLines: 20000, DiffCacheBytes: 16 << 20,
+		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second,
+		IdleTimeout: 30 * time.Second, MaxConns: 16384,
 	}
 	if !strings.Contains(c.InstanceID, "-") {
 		t.Errorf("InstanceID = %q, want hostname-pid", c.InstanceID)
@@ -41,20 +43,25 @@ func TestLoadConfig_defaults(t *testing.T) {
 
 func TestLoadConfig_values(t *testing.T) {
 	c, err := loadConfig(env(map[string]string{
-		"PROMPTD_ADDR":              "0.0.0.0:9000",
-		"PROMPTD_MYSQL_DSN":         "u:pw@tcp(db:3306)/promptd",
-		"PROMPTD_REDIS_URL":         "redis://:pw@cache:6379/2",
-		"PROMPTD_KEY_PREFIX":        "team-a",
-		"PROMPTD_TOKENS":            "ops:admin:0123456789abcdef0, agents:runtime:fedcba9876543210:x",
-		"PROMPTD_METRICS_TOKEN":     "m",
-		"PROMPTD_INSTANCE_ID":       "pod-1",
-		"PROMPTD_REDIS_TIMEOUT":     "250ms",
-		"PROMPTD_RECONCILE_EVERY":   "5s",
-		"PROMPTD_IMPORT_MAX_BYTES":  "1024",
-		"PROMPTD_SESSION_IDLE_TTL":  "1h",
-		"PROMPTD_SESSION_RETENTION": "48h",
-		"PROMPTD_IDEMPOTENCY_TTL":   "2h",
-		"PROMPTD_LOG_LEVEL":         "debug",
+		"PROMPTD_ADDR":                "0.0.0.0:9000",
+		"PROMPTD_MYSQL_DSN":           "u:pw@tcp(db:3306)/promptd",
+		"PROMPTD_REDIS_URL":           "redis://:pw@cache:6379/2",
+		"PROMPTD_KEY_PREFIX":          "team-a",
+		"PROMPTD_TOKENS":              "ops:admin:0123456789abcdef0, agents:runtime:fedcba9876543210:x",
+		"PROMPTD_METRICS_TOKEN":       "metrics-0123456789",
+		"PROMPTD_INSTANCE_ID":         "pod-1",
+		"PROMPTD_REDIS_TIMEOUT":       "250ms",
+		"PROMPTD_RECONCILE_EVERY":     "5s",
+		"PROMPTD_IMPORT_MAX_BYTES":    "1024",
+		"PROMPTD_SESSION_IDLE_TTL":    "1h",
+		"PROMPTD_SESSION_RETENTION":   "48h",
+		"PROMPTD_IDEMPOTENCY_TTL":     "2h",
+		"PROMPTD_LOG_LEVEL":           "debug",
+		"PROMPTD_READ_HEADER_TIMEOUT": "2s",
+		"PROMPTD_READ_TIMEOUT":        "20s",
+		"PROMPTD_WRITE_TIMEOUT":       "40s",
+		"PROMPTD_IDLE_TIMEOUT":        "10s",
+		"PROMPTD_MAX_CONNS":           "1000",
 	}))
 	if err != nil {
 		t.Fatalf("loadConfig: %v", err)
@@ -65,10 +72,12 @@ func TestLoadConfig_values(t *testing.T) {
 	}
 	if c.Addr != "0.0.0.0:9000" || c.KeyPrefix != "team-a" || c.InstanceID != "pod-1" || c.RedisTimeout != 250*time.Millisecond ||
 		c.ReconcileEvery != 5*time.Second || c.ImportMaxBytes != 1024 || c.SessionIdleTTL != time.Hour ||
-		c.SessionRetention != 48*time.Hour || c.IdempotencyTTL != 2*time.Hour || c.LogLevel != slog.LevelDebug {
+		c.SessionRetention != 48*time.Hour || c.IdempotencyTTL != 2*time.Hour || c.LogLevel != slog.LevelDebug ||
+		c.ReadHeaderTimeout != 2*time.Second || c.ReadTimeout != 20*time.Second || c.WriteTimeout != 40*time.Second ||
+		c.IdleTimeout != 10*time.Second || c.MaxConns != 1000 {
 		t.Errorf("config = %+v", c)
 	}
-	if s := c.LogValue().String(); strings.Contains(s, "pw") || strings.Contains(s, "0123456789abcdef0") {
+	if s := c.LogValue().String(); strings.Contains(s, "pw") || strings.Contains(s, "0123456789abcdef0") || strings.Contains(s, "metrics-0123456789") {
 		t.Errorf("LogValue leaks a secret: %s", s)
 	}
 }
@@ -108,6 +117,15 @@ func TestLoadConfig_invalid(t *testing.T) {
 		{"token name", map[string]string{"PROMPTD_TOKENS": "o p:admin:0123456789abcdef"}, "entry 1: name"},
 		{"token dup name", map[string]string{"PROMPTD_TOKENS": tokens + "," + tokens + "x"}, "defined twice"},
 		{"token dup secret", map[string]string{"PROMPTD_TOKENS": tokens + ",b:runtime:0123456789abcdef"}, "also another token's"},
+		{"metrics token short", map[string]string{"PROMPTD_METRICS_TOKEN": "m"}, "PROMPTD_METRICS_TOKEN: must be at least 16 characters"},
+		{"metrics token 15", map[string]string{"PROMPTD_METRICS_TOKEN": "0123456789abcde"}, "PROMPTD_METRICS_TOKEN: must be at least 16"},
+		{"metrics token space", map[string]string{"PROMPTD_METRICS_TOKEN": "0123456789 abcdef"}, "without spaces"},
+		{"bad read timeout", map[string]string{"PROMPTD_READ_TIMEOUT": "30"}, "PROMPTD_READ_TIMEOUT: invalid duration"},
+		{"zero write timeout", map[string]string{"PROMPTD_WRITE_TIMEOUT": "0s"}, "PROMPTD_WRITE_TIMEOUT: duration \"0s\" must be positive"},
+		{"bad header timeout", map[string]string{"PROMPTD_READ_HEADER_TIMEOUT": "x"}, "PROMPTD_READ_HEADER_TIMEOUT"},
+		{"bad idle timeout", map[string]string{"PROMPTD_IDLE_TIMEOUT": "-1s"}, "PROMPTD_IDLE_TIMEOUT"},
+		{"bad max conns", map[string]string{"PROMPTD_MAX_CONNS": "many"}, "PROMPTD_MAX_CONNS: invalid count"},
+		{"zero max conns", map[string]string{"PROMPTD_MAX_CONNS": "0"}, "PROMPTD_MAX_CONNS: invalid count"},
 		{"mysql without redis", map[string]string{"PROMPTD_MYSQL_DSN": mysql, "PROMPTD_TOKENS": tokens}, "PROMPTD_SINGLE_INSTANCE=true"},
 		{"mysql without tokens", map[string]string{"PROMPTD_MYSQL_DSN": mysql, "PROMPTD_REDIS_URL": "redis://r:6379/0"}, "PROMPTD_TOKENS is required"},
 	} {
