@@ -15,8 +15,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/api"
+	"github.com/promptd/promptd/locks"
 )
 
 // configVars lists every environment variable promptd reads; the tests
