@@ -17,14 +17,14 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/api"
-	"github.com/promptd/promptd/internal/audit"
-	"github.com/promptd/promptd/internal/idempotency"
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/api/idempotency"
+	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/internal/testenv"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/session"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // Test tokens: "ops" is an admin, "agent" a runtime.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/promptd/promptd/internal/audit"
+	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/locks"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/promptd/promptd/internal/audit"
+	"github.com/promptd/promptd/audit"
 )
 
 // bearerToken returns the token of an "Authorization: Bearer <token>"

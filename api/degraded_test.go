@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promptd/promptd/internal/sqlstore"
 	"github.com/promptd/promptd/internal/testenv"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // With Redis down, lease exclusivity can be neither granted nor checked:

@@ -11,12 +11,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/promptd/promptd/internal/idempotency"
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/session"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // Error codes, the stable "code" member of problem details (API.md, Errors).

@@ -12,10 +12,10 @@ import (
 	"strings"
 
 	"github.com/promptd/promptd/api"
-	"github.com/promptd/promptd/internal/audit"
-	"github.com/promptd/promptd/internal/idempotency"
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/api/idempotency"
+	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 func Example() {

@@ -9,9 +9,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/promptd/promptd/internal/idempotency"
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // Idempotency headers (API.md, Conventions).

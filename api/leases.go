@@ -12,7 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/promptd/promptd/internal/audit"
+	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/session"

@@ -13,10 +13,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/sqlstore"
 	"github.com/promptd/promptd/internal/testenv"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // observedLocker is a locks.Manager over b whose log and metrics the test reads.

@@ -14,12 +14,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/promptd/promptd/api"
-	"github.com/promptd/promptd/internal/audit"
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/internal/testenv"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/session"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // discard is a ResponseWriter that keeps nothing, so a benchmark measures

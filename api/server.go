@@ -12,8 +12,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/promptd/promptd/internal/audit"
-	"github.com/promptd/promptd/internal/idempotency"
+	"github.com/promptd/promptd/api/idempotency"
+	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/session"

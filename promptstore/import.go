@@ -9,8 +9,8 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/audit"
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // Import modes.

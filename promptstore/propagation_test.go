@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promptd/promptd/internal/sqlstore"
 	"github.com/promptd/promptd/internal/testenv"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // Three instances on one Redis and one MariaDB: a switch through one is

@@ -6,8 +6,8 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/audit"
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // RevokeInput revokes (or, with Lift, un-revokes) a version in an env.

@@ -3,7 +3,7 @@ package promptstore
 import (
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // Migrations are the prompt store's schema, versioned. Versions are

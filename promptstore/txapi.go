@@ -6,8 +6,8 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/audit"
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // The functions of this file let the release package change the pointer

@@ -7,10 +7,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/promptd/promptd/internal/audit"
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // A release puts version 2 in front of 10 % of users, sticky per user,

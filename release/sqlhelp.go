@@ -3,7 +3,7 @@ package release
 import (
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 func forUpdate(tx *gorm.DB) string {

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promptd/promptd/internal/sqlstore"
 	"github.com/promptd/promptd/internal/testenv"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // Four steps one second apart, with three instances running the step job

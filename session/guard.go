@@ -8,8 +8,8 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/sqlstore"
 	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // The write rule, as SQL sees it.

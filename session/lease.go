@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/promptd/promptd/internal/audit"
+	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 )

@@ -11,11 +11,11 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/audit"
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/internal/testenv"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/session"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // limitedService is a session service over w's store with o's limits.

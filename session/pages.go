@@ -3,7 +3,7 @@ package session
 import (
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // Pages of turns are bounded by count and by bytes. The sizes are read

@@ -3,7 +3,7 @@ package session
 import (
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // Migrations create sessions, their turns and their state entries.

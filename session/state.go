@@ -9,8 +9,8 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/sqlstore"
 	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // MaxStateKeysPerRead is how many keys one read of state entries may name.

@@ -7,9 +7,9 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/audit"
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // Sweep closes sessions idle past their TTL and deletes closed sessions

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promptd/promptd/internal/sqlstore"
 	"github.com/promptd/promptd/internal/testenv"
 	"github.com/promptd/promptd/session"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // Ten runtimes queue for one session lease in wait mode: each gets it in

@@ -9,8 +9,8 @@ import (
 	"github.com/robfig/cron/v3"
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/audit"
-	"github.com/promptd/promptd/internal/idempotency"
+	"github.com/promptd/promptd/api/idempotency"
+	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"

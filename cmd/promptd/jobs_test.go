@@ -10,8 +10,8 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/audit"
-	"github.com/promptd/promptd/internal/idempotency"
+	"github.com/promptd/promptd/api/idempotency"
+	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/internal/testenv"
 	"github.com/promptd/promptd/locks"
 )

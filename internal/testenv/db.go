@@ -8,7 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // ForEachDialect runs f against a fresh, migrated SQLite file and a fresh,

@@ -8,8 +8,8 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/sqlstore"
 	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // forEachDialect runs f against a fresh SQLite file and a fresh MariaDB

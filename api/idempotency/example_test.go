@@ -8,8 +8,8 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/idempotency"
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/api/idempotency"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // A write records its answer in its own transaction; a retry with the same

@@ -9,7 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 func Example() {

@@ -10,8 +10,8 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/sqlstore"
 	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // counting returns migrations of component that create table <component>_t

@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/promptd/promptd/internal/audit"
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // An event is appended in the transaction of the change it records and

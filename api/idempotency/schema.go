@@ -3,7 +3,7 @@ package idempotency
 import (
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // table is the name of the table of stored outcomes.

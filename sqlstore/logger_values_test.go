@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // A slow Raw(...).Scan is logged with placeholders, never its values

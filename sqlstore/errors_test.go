@@ -14,7 +14,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 func TestTranslate_duplicateKey_isErrDuplicate(t *testing.T) {

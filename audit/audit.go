@@ -14,7 +14,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // Event is one audit record.

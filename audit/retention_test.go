@@ -7,7 +7,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/audit"
+	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/internal/testenv"
 )
 

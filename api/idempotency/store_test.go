@@ -9,9 +9,9 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/idempotency"
-	"github.com/promptd/promptd/internal/sqlstore"
+	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // clock is a settable test clock.
