@@ -88,6 +88,9 @@ for pkg in $(go list ./...); do
 	done
 done
 
+section "examples/embedded: promptd as a library from a module of its own"
+run bash -c "cd examples/embedded && go vet ./... && go run ."
+
 if [ -f bench/go.mod ]; then
 	section "bench: go vet, its unit tests and a short benchmark run"
 	run bash -c "cd bench && go vet ./... && go test -count=1 -bench . -benchtime 200x ./..."

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"github.com/promptd/promptd"
 	"github.com/promptd/promptd/api"
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
@@ -36,6 +37,7 @@ type Main struct {
 	redis    redis.UniversalClient // *redis.ClusterClient with PROMPTD_REDIS_CLUSTER; nil without PROMPTD_REDIS_URL
 	locker   *locks.Manager
 	registry *prometheus.Registry
+	rt       *promptd.Runtime // the domain services
 	store    *promptstore.Store
 	events   *audit.Batcher // lease events and rejected writes, written in batches
 	releases *release.Service
@@ -51,17 +53,6 @@ func NewMain(cfg Config, log *slog.Logger) *Main {
 	return &Main{Config: cfg, Logger: log, served: make(chan error, 1)}
 }
 
-// migrations returns the schema migrations of every component, applied at
-// start. The domain packages add theirs here.
-func migrations() []sqlstore.Migration {
-	var ms []sqlstore.Migration
-	for _, m := range [][]sqlstore.Migration{audit.Migrations(), promptstore.Migrations(), idempotency.Migrations(),
-		release.Migrations(), session.Migrations()} {
-		ms = append(ms, m...)
-	}
-	return ms
-}
-
 // Open connects the stores, migrates the schema, listens on Config.Addr
 // and starts serving in the background. On error, call Close.
 func (m *Main) Open(ctx context.Context) error {
@@ -72,7 +63,7 @@ func (m *Main) Open(ctx context.Context) error {
 	if err := m.openSQL(ctx); err != nil {
 		return err
 	}
-	if err := sqlstore.Migrate(ctx, m.db, migrations()...); err != nil {
+	if err := sqlstore.Migrate(ctx, m.db, promptd.Migrations()...); err != nil {
 		return err
 	}
 	lockOpts := locks.Options{Holder: cfg.InstanceID, Metrics: locks.NewMetrics(m.registry), Logger: m.Logger,
@@ -94,25 +85,30 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	keys := locks.Keys{Prefix: cfg.KeyPrefix}
-	m.store = promptstore.New(m.db, promptstore.Options{
-		Locker: m.locker, Keys: keys, Redis: m.redis, RedisTimeout: cfg.RedisTimeout, Instance: cfg.InstanceID,
-		Metrics: promptstore.NewMetrics(m.registry), Logger: m.Logger,
-		Limits: promptstore.Limits{AssembleMaxBytes: cfg.AssembleMaxBytes, MaxHistoryTurns: int(cfg.AssembleMaxHistoryTurns),
-			DiffMaxBytes: cfg.DiffMaxBytes, DiffMaxLines: int(cfg.DiffMaxLines), DiffCacheBytes: cfg.DiffCacheBytes},
+	// The domain services, wired as package promptd wires them for any
+	// embedding program (resolution: session pin -> release arm -> env
+	// pointer).
+	m.rt = promptd.New(m.db, promptd.Options{
+		Instance: cfg.InstanceID,
+		Logger:   m.Logger,
+		Prompts: promptstore.Options{
+			Locker: m.locker, Keys: keys, Redis: m.redis, RedisTimeout: cfg.RedisTimeout,
+			Metrics: promptstore.NewMetrics(m.registry),
+			Limits: promptstore.Limits{AssembleMaxBytes: cfg.AssembleMaxBytes, MaxHistoryTurns: int(cfg.AssembleMaxHistoryTurns),
+				DiffMaxBytes: cfg.DiffMaxBytes, DiffMaxLines: int(cfg.DiffMaxLines), DiffCacheBytes: cfg.DiffCacheBytes},
+		},
+		Sessions: session.Options{
+			IdleTTL: cfg.SessionIdleTTL, Retention: cfg.SessionRetention,
+			MaxSessionTurns: cfg.SessionMaxTurns, MaxSessionBytes: cfg.SessionMaxBytes, MaxStateKeys: cfg.SessionMaxStateKeys,
+			PageBytes: cfg.SessionPageBytes,
+		},
 	})
+	m.store, m.releases, m.sessions, m.events = m.rt.Prompts, m.rt.Releases, m.rt.Sessions, m.rt.Events
 	if err := m.store.RepairMirror(ctx); err != nil {
 		m.Logger.Warn("repairing the Redis mirror at start failed; the reconciler will catch up", "err", err)
 	}
 	idem := idempotency.New(m.db, idempotency.Options{TTL: cfg.IdempotencyTTL})
-	m.events = audit.NewBatcher(m.db, m.store.Audit(), m.Logger, 200*time.Millisecond)
-	m.releases = release.New(release.Options{Store: m.store, Logger: m.Logger})
-	// Resolution order: session pin -> release arm -> env pointer. New
-	// sessions are pinned to what the release arm (or the pointer) gives.
-	m.sessions = session.New(session.Options{Store: m.store, Resolver: m.releases, Events: m.events,
-		IdleTTL: cfg.SessionIdleTTL, Retention: cfg.SessionRetention, Logger: m.Logger,
-		MaxSessionTurns: cfg.SessionMaxTurns, MaxSessionBytes: cfg.SessionMaxBytes, MaxStateKeys: cfg.SessionMaxStateKeys,
-		PageBytes: cfg.SessionPageBytes})
-	resolver := session.Resolver{S: m.sessions, Next: m.releases}
+	resolver := m.rt.Resolver
 	m.jobs = newScheduler(m.locker, keys, m.Logger)
 	scheduleJobs(m.jobs, jobDeps{db: m.db, store: m.store, idem: idem, releases: m.releases, sessions: m.sessions,
 		auditRetention: cfg.AuditRetention},
@@ -277,11 +273,8 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.jobs != nil {
 		m.jobs.stop(ctx)
 	}
-	if m.events != nil {
-		m.events.Close()
-	}
-	if m.store != nil {
-		errs = append(errs, m.store.Close())
+	if m.rt != nil {
+		errs = append(errs, m.rt.Close()) // queued events written, event subscription stopped
 	}
 	if m.locker != nil {
 		errs = append(errs, m.locker.Close(ctx))
