@@ -125,7 +125,7 @@ func (s *Store) insertVersion(ctx context.Context, tx *gorm.DB, p *prepared) (*V
 		err := tx.Exec(`INSERT INTO prompt_agents (agent, latest_version, latest_content_hash, revision, created_at_ms, updated_at_ms)
 			VALUES (?, 1, ?, 1, ?, ?)`, agent, p.hash, ms, ms).Error
 		if sqlstore.IsDuplicate(err) {
-			return nil, &VersionConflict{Agent: agent, Base: base, Latest: latestVersion(tx, agent)}
+			return nil, conflict(tx, agent, base)
 		}
 		if err != nil {
 			return nil, err
@@ -137,7 +137,7 @@ func (s *Store) insertVersion(ctx context.Context, tx *gorm.DB, p *prepared) (*V
 			return nil, res.Error
 		}
 		if res.RowsAffected != 1 {
-			return nil, &VersionConflict{Agent: agent, Base: base, Latest: latestVersion(tx, agent)}
+			return nil, conflict(tx, agent, base)
 		}
 	}
 	v := &Version{Agent: agent, Version: base + 1, Config: p.canon, ContentHash: p.hash, Message: p.in.Message,
@@ -145,7 +145,7 @@ func (s *Store) insertVersion(ctx context.Context, tx *gorm.DB, p *prepared) (*V
 	err := tx.Exec(`INSERT INTO prompt_versions (agent, version, config, content_hash, message, created_by, created_at_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, agent, v.Version, string(p.canon), p.hash, v.Message, v.CreatedBy, ms).Error
 	if sqlstore.IsDuplicate(err) {
-		return nil, &VersionConflict{Agent: agent, Base: base, Latest: latestVersion(tx, agent)}
+		return nil, conflict(tx, agent, base)
 	}
 	if err != nil {
 		return nil, err
@@ -158,10 +158,36 @@ func (s *Store) insertVersion(ctx context.Context, tx *gorm.DB, p *prepared) (*V
 	return v, nil
 }
 
-func latestVersion(tx *gorm.DB, agent string) int {
+// latestVersion is the agent's latest version (0: no such agent). Its
+// error is the database's: an outage must never read as "not found".
+func latestVersion(tx *gorm.DB, agent string) (int, error) {
 	var latest int
-	tx.Raw(`SELECT latest_version FROM prompt_agents WHERE agent = ?`, agent).Scan(&latest)
-	return latest
+	if err := tx.Raw(`SELECT latest_version FROM prompt_agents WHERE agent = ?`, agent).Scan(&latest).Error; err != nil {
+		return 0, storeErr(sqlstore.Translate(err))
+	}
+	return latest, nil
+}
+
+// conflict is the *VersionConflict of a create from base, naming the
+// latest version read within tx.
+func conflict(tx *gorm.DB, agent string, base int) error {
+	latest, err := latestVersion(tx, agent)
+	if err != nil {
+		return err
+	}
+	return &VersionConflict{Agent: agent, Base: base, Latest: latest}
+}
+
+// missing tells a missing version of an existing agent from a missing agent.
+func missing(tx *gorm.DB, agent string) error {
+	latest, err := latestVersion(tx, agent)
+	switch {
+	case err != nil:
+		return err
+	case latest == 0:
+		return ErrAgentNotFound
+	}
+	return ErrVersionNotFound
 }
 
 type versionRow struct {
@@ -180,7 +206,8 @@ func (r versionRow) version() *Version {
 }
 
 // Snapshot returns a version with its parsed config: from the in-process
-// cache, else the Redis mirror, else SQL.
+// cache, else from SQL (the source of truth), and only when SQL is
+// unavailable from the Redis mirror. What SQL returned is mirrored.
 func (s *Store) Snapshot(ctx context.Context, agent string, version int) (*Snapshot, error) {
 	if snap := s.snaps.get(agent, version); snap != nil {
 		s.o.Metrics.cache("snapshot", "hit")
@@ -216,10 +243,7 @@ func (s *Store) loadVersion(ctx context.Context, agent string, version int) (*Ve
 		return nil, storeErr(sqlstore.Translate(err))
 	}
 	if len(rows) == 0 {
-		if latestVersion(s.db.WithContext(ctx), agent) == 0 {
-			return nil, ErrAgentNotFound
-		}
-		return nil, ErrVersionNotFound
+		return nil, missing(s.db.WithContext(ctx), agent)
 	}
 	return rows[0].version(), nil
 }
@@ -263,8 +287,8 @@ func (s *Store) ListVersions(ctx context.Context, agent string, p Page) ([]*Vers
 		return nil, "", storeErr(sqlstore.Translate(err))
 	}
 	if len(rows) == 0 && p.Cursor == "" {
-		if latestVersion(s.db.WithContext(ctx), agent) == 0 {
-			return nil, "", ErrAgentNotFound
+		if err := missing(s.db.WithContext(ctx), agent); !errors.Is(err, ErrVersionNotFound) {
+			return nil, "", err
 		}
 	}
 	next := ""
