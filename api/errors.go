@@ -198,10 +198,10 @@ func problemFor(err error) *Error {
 			"base_version %d is not the latest version of %s (%d)", vc.Base, vc.Agent, vc.Latest)}).With("latest_version", vc.Latest)
 	case errors.As(err, &rc) && errors.As(err, &header):
 		return (&Error{Code: CodePreconditionFailed, Err: err, Detail: fmt.Sprintf(
-			"the precondition names revision %d; the current revision is %d", rc.Expected, rc.Current)}).With("current_revision", rc.Current)
+			"If-Match names another revision; the current revision is %d", rc.Current)}).With("current_revision", rc.Current)
 	case errors.As(err, &rc):
 		return (&Error{Code: "revision_conflict", Err: err, Detail: fmt.Sprintf(
-			"expected_revision is %d; the current revision is %d", rc.Expected, rc.Current)}).With("current_revision", rc.Current)
+			"expected_revision is not the current revision (%d); re-read and retry", rc.Current)}).With("current_revision", rc.Current)
 	case errors.As(err, &ra):
 		return (&Error{Code: "release_active", Err: err, Detail: fmt.Sprintf(
 			"release %s is active; the pointer moves only through it", ra.ReleaseID)}).With("release_id", ra.ReleaseID)
@@ -248,11 +248,8 @@ func problemFor(err error) *Error {
 func coordinationProblem(err error) *Error {
 	var (
 		e     *Error
-		relIn *release.InvalidError
 		trans *release.InvalidTransition
-		sesIn *session.InvalidError
-		rc    *session.RevisionConflict
-		sf    *session.StaleFence
+		sf    *locks.StaleFenceError
 		lh    *session.LeaseHeld
 		hr    *heldResources
 		held  *locks.HeldError
@@ -261,23 +258,11 @@ func coordinationProblem(err error) *Error {
 	switch {
 	case errors.As(err, &e):
 		return nil // an *Error wrapping a domain error keeps its own code
-	case errors.As(err, &relIn):
-		return (&Error{Code: relIn.Code, Detail: relIn.Detail, Err: err}).With("field", relIn.Field)
 	case errors.As(err, &trans):
 		return (&Error{Code: "invalid_transition", Err: err, Detail: fmt.Sprintf("a release that is %s cannot %s", trans.State, trans.Action)}).
 			With("state", string(trans.State))
 	case errors.Is(err, release.ErrNotFound):
 		return &Error{Code: "release_not_found", Detail: "no such release", Err: err}
-	case errors.As(err, &sesIn):
-		return (&Error{Code: sesIn.Code, Detail: sesIn.Field + ": " + sesIn.Detail, Err: err}).With("field", sesIn.Field)
-	case errors.As(err, &rc):
-		var header fromHeader
-		if errors.As(err, &header) {
-			return (&Error{Code: CodePreconditionFailed, Err: err, Detail: fmt.Sprintf(
-				"If-Match names another revision; the current revision is %d", rc.Current)}).With("current_revision", rc.Current)
-		}
-		return (&Error{Code: "revision_conflict", Err: err, Detail: fmt.Sprintf(
-			"expected_revision is not the current revision (%d); re-read and retry", rc.Current)}).With("current_revision", rc.Current)
 	case errors.As(err, &sf):
 		return (&Error{Code: "stale_fence", Err: err, Detail: fmt.Sprintf(
 			"fence %d is not the session's current fence %d: the lease was taken over", sf.Fence, sf.Current)}).With("current_fence", sf.Current)

@@ -3,6 +3,8 @@ package promptstore
 import (
 	"errors"
 	"fmt"
+
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // Sentinel errors; test with errors.Is.
@@ -14,8 +16,10 @@ var (
 	ErrVersionCurrent  = errors.New("promptstore: version is the env's current one")
 	// ErrPreconditionRequired: a pointer write named no expected revision.
 	ErrPreconditionRequired = errors.New("promptstore: expected revision required")
-	// ErrUnavailable: the SQL store could not be reached; nothing was written.
-	ErrUnavailable = errors.New("promptstore: store unavailable")
+	// ErrUnavailable: the SQL store could not be reached; nothing was
+	// written. It is sqlstore's sentinel: one "database unavailable" error
+	// whichever package met the outage.
+	ErrUnavailable = sqlstore.ErrUnavailable
 )
 
 // VersionConflict: the agent's latest version is not the base the author

@@ -3,6 +3,8 @@ package release
 import (
 	"errors"
 	"fmt"
+
+	"github.com/promptd/promptd/promptstore"
 )
 
 // Errors of the release package; test with errors.Is / errors.As.
@@ -17,16 +19,9 @@ const (
 	CodeInvalidField   = "invalid_field"
 )
 
-// InvalidError is bad input, with the field it concerns.
-type InvalidError struct {
-	Code   string
-	Field  string
-	Detail string
-}
-
-func (e *InvalidError) Error() string {
-	return fmt.Sprintf("release: %s: %s: %s", e.Code, e.Field, e.Detail)
-}
+// InvalidError is bad input, with the field it concerns: promptstore's
+// type, so every domain package says "invalid" the same way.
+type InvalidError = promptstore.InvalidError
 
 func invalidf(code, field, format string, args ...any) *InvalidError {
 	return &InvalidError{Code: code, Field: field, Detail: fmt.Sprintf(format, args...)}

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/promptstore"
 )
 
 // Errors of the session package; test with errors.Is / errors.As.
@@ -14,28 +17,18 @@ var (
 	ErrExists = errors.New("session: exists")
 	// ErrMismatch: the session belongs to another agent or env.
 	ErrMismatch = errors.New("session: belongs to another agent or env")
-	// ErrLeaseLost: the presented lease token is not the current one.
-	ErrLeaseLost = errors.New("session: lease lost")
+	// ErrLeaseLost: the presented lease token is not the current one
+	// (locks' sentinel: one lease-lost error whichever package noticed).
+	ErrLeaseLost = locks.ErrLeaseLost
 )
 
 // RevisionConflict: the session (or state entry) is at another revision.
-type RevisionConflict struct {
-	Current int64
-}
+// It is promptstore's: one revision-conflict type across promptd.
+type RevisionConflict = promptstore.RevisionConflict
 
-func (e *RevisionConflict) Error() string {
-	return fmt.Sprintf("session: revision conflict (current %d)", e.Current)
-}
-
-// StaleFence: the write's fence is not the session's current fence.
-type StaleFence struct {
-	Fence   int64
-	Current int64
-}
-
-func (e *StaleFence) Error() string {
-	return fmt.Sprintf("session: stale fence %d (current %d)", e.Fence, e.Current)
-}
+// StaleFence: the write's fence is not the session's current fence. It is
+// locks' StaleFenceError (errors.Is(err, locks.ErrStaleFence) holds).
+type StaleFence = locks.StaleFenceError
 
 // LeaseHeld: an unfenced write (or a lease request) met a held lease.
 type LeaseHeld struct {
@@ -47,14 +40,9 @@ func (e *LeaseHeld) Error() string {
 	return fmt.Sprintf("session: lease held by %q until %s", e.Holder, e.ExpiresAt.UTC().Format(time.RFC3339))
 }
 
-// InvalidError is bad input, with the field it concerns.
-type InvalidError struct {
-	Code   string // invalid_field, invalid_id
-	Field  string
-	Detail string
-}
-
-func (e *InvalidError) Error() string { return "session: " + e.Code + ": " + e.Field + ": " + e.Detail }
+// InvalidError is bad input, with the field it concerns: promptstore's
+// type, so every domain package says "invalid" the same way.
+type InvalidError = promptstore.InvalidError
 
 func invalidf(field, format string, args ...any) *InvalidError {
 	return &InvalidError{Code: "invalid_field", Field: field, Detail: fmt.Sprintf(format, args...)}
