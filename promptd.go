@@ -14,7 +14,7 @@
 // Resolution follows the server's order: a session's pin, then an active
 // release's arm, then the env pointer. Several processes may share one
 // MySQL database: give each a Redis-backed locks.Locker and the same
-// Redis client (Options.Prompts.Locker, .Redis), as cmd/promptd does.
+// Redis client (Options.Locker, Options.Redis), as cmd/promptd does.
 package promptd
 
 import (
@@ -23,10 +23,13 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/events"
+	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/session"
@@ -45,14 +48,25 @@ func Migrations() []sqlstore.Migration {
 }
 
 // Options configure a Runtime. The per-service options are templates: New
-// fills in what wires the services together (the store, the resolver, the
-// event batcher) and leaves everything else as given.
+// fills in what wires the services together (the database, the lock
+// service, the event bus and mirror, the resolver, the event batcher) and
+// leaves everything else as given.
 type Options struct {
 	// Instance names this process in audit events and leases.
 	Instance string
 	// Logger receives the services' logs; nil means slog.Default().
 	Logger *slog.Logger
-	// Prompts configures the prompt store (locker, Redis mirror, limits).
+	// Locker is the lease service every component shares (a Redis one for
+	// several processes); nil means an in-memory one (one process).
+	Locker locks.Locker
+	// Keys builds lock keys and the Redis key prefix (PROMPTD_KEY_PREFIX).
+	Keys locks.Keys
+	// Redis, when set, carries change events between instances and holds
+	// the read mirror; nil: one instance, no mirror.
+	Redis redis.UniversalClient
+	// RedisTimeout bounds each event and mirror call; zero means 100ms.
+	RedisTimeout time.Duration
+	// Prompts configures the prompt store (metrics, limits, timeouts).
 	Prompts promptstore.Options
 	// Releases configures the release service.
 	Releases release.Options
@@ -74,12 +88,16 @@ type Runtime struct {
 	// Resolver decides who gets which version: session pin -> release arm
 	// -> env pointer.
 	Resolver promptstore.Resolver
+	// Bus carries change events between the services and instances.
+	Bus *events.Bus
 
 	db     *gorm.DB
 	ownsDB bool
 }
 
 // New builds the services over db, which must be migrated (Migrations).
+// Every dependency is passed to each service here; no service reaches for
+// another's.
 func New(db *gorm.DB, o Options) *Runtime {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -87,17 +105,27 @@ func New(db *gorm.DB, o Options) *Runtime {
 	if o.EventFlush <= 0 {
 		o.EventFlush = 200 * time.Millisecond
 	}
-	po := o.Prompts
-	if po.Instance == "" {
-		po.Instance = o.Instance
+	if o.Locker == nil {
+		o.Locker = locks.NewMemory(locks.Options{Holder: o.Instance})
 	}
+	health := &events.Health{} // Redis's: shared by the bus, the mirror and the store's lock fast path
+	eo := events.Options{Redis: o.Redis, Prefix: o.Keys.Prefix, Timeout: o.RedisTimeout, Health: health, Logger: o.Logger}
+	bus := events.NewBus(eo)
+	var mirror *events.Mirror
+	if o.Redis != nil {
+		mirror = events.NewMirror(eo)
+	}
+
+	po := o.Prompts
+	po.Instance, po.Locker, po.Keys, po.Bus, po.Mirror, po.Health = o.Instance, o.Locker, o.Keys, bus, mirror, health
 	if po.Logger == nil {
 		po.Logger = o.Logger
 	}
 	store := promptstore.New(db, po)
-	events := audit.NewBatcher(db, store.Audit(), o.Logger, o.EventFlush)
+	batcher := audit.NewBatcher(db, audit.Log{Instance: o.Instance}, o.Logger, o.EventFlush)
+
 	ro := o.Releases
-	ro.Store = store
+	ro.Store, ro.DB, ro.Bus, ro.Locker, ro.Keys, ro.Instance = store, db, bus, o.Locker, o.Keys, o.Instance
 	if ro.Logger == nil {
 		ro.Logger = o.Logger
 	}
@@ -105,13 +133,14 @@ func New(db *gorm.DB, o Options) *Runtime {
 	// New sessions are pinned to what the release arm (or the pointer)
 	// gives; resolving a session's prompt puts its pin in front of that.
 	so := o.Sessions
-	so.Store, so.Resolver, so.Events = store, releases, events
+	so.Store, so.DB, so.Bus, so.Locker, so.Keys, so.Instance = store, db, bus, o.Locker, o.Keys, o.Instance
+	so.Resolver, so.Events = releases, batcher
 	if so.Logger == nil {
 		so.Logger = o.Logger
 	}
 	sessions := session.New(so)
-	return &Runtime{Prompts: store, Releases: releases, Sessions: sessions, Events: events,
-		Resolver: session.Resolver{S: sessions, Next: releases}, db: db}
+	return &Runtime{Prompts: store, Releases: releases, Sessions: sessions, Events: batcher,
+		Resolver: session.Resolver{S: sessions, Next: releases}, Bus: bus, db: db}
 }
 
 // Open opens the database of cfg, migrates it and builds the services;
@@ -144,11 +173,12 @@ func (r *Runtime) Assemble(ctx context.Context, in promptstore.AssembleInput) (*
 	return r.Prompts.Assemble(ctx, r.Resolver, r.Sessions, in)
 }
 
-// Close writes the queued events, stops the store's event subscription
-// and, when Open opened it, closes the database.
+// Close writes the queued events, ends the event subscription and, when
+// Open opened it, closes the database. The Locker and Redis client are the
+// caller's.
 func (r *Runtime) Close() error {
 	r.Events.Close()
-	err := r.Prompts.Close()
+	err := errors.Join(r.Prompts.Close(), r.Bus.Close())
 	if r.ownsDB {
 		err = errors.Join(err, sqlstore.Close(r.db))
 	}

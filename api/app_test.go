@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"gorm.io/gorm"
 
+	"github.com/promptd/promptd"
 	"github.com/promptd/promptd/api"
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
@@ -58,6 +59,8 @@ type app struct {
 	h        http.Handler
 	srv      *api.Server
 	logs     *syncBuffer
+	locker   locks.Locker
+	keys     locks.Keys
 }
 
 func newApp(t *testing.T, db *gorm.DB, mod ...func(*api.Config)) *app {
@@ -66,35 +69,40 @@ func newApp(t *testing.T, db *gorm.DB, mod ...func(*api.Config)) *app {
 }
 
 // newAppWith is newApp over a store with the given options (a Redis
-// locker, say).
+// locker, say), wired as cmd/promptd wires it (promptd.New).
 func newAppWith(t *testing.T, db *gorm.DB, o promptstore.Options, mod ...func(*api.Config)) *app {
 	t.Helper()
-	store := promptstore.New(db, o)
-	t.Cleanup(func() { _ = store.Close() })
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	events := audit.NewBatcher(db, store.Audit(), logger, 20*time.Millisecond)
-	t.Cleanup(events.Close)
-	releases := release.New(release.Options{Store: store, Logger: logger})
-	sessions := session.New(session.Options{Store: store, Resolver: releases, Events: events, Logger: logger})
+	locker, keys := o.Locker, o.Keys
+	if locker == nil {
+		locker = locks.NewMemory(locks.Options{Holder: o.Instance})
+	}
+	rt := promptd.New(db, promptd.Options{Instance: o.Instance, Logger: logger, Locker: locker, Keys: keys,
+		Prompts: o, EventFlush: 20 * time.Millisecond})
+	t.Cleanup(func() { _ = rt.Close() })
 	reg := prometheus.NewRegistry()
 	cfg := api.Config{
 		Logger:     logger,
 		Registerer: reg, Gatherer: reg,
-		Tokens:   testTokens,
-		Prompts:  store,
-		Resolver: session.Resolver{S: sessions, Next: releases},
-		History:  sessions,
-		Releases: releases,
-		Sessions: sessions,
-		Events:   events,
+		Tokens:      testTokens,
+		Prompts:     rt.Prompts,
+		Resolver:    rt.Resolver,
+		History:     rt.Sessions,
+		Releases:    rt.Releases,
+		Sessions:    rt.Sessions,
+		Events:      rt.Events,
+		Locker:      locker,
+		Keys:        keys,
+		Idempotency: idempotency.New(db, idempotency.Options{}),
+		Audit:       func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) { return audit.List(ctx, db, f) },
 	}
 	for _, m := range mod {
 		m(&cfg)
 	}
 	srv := api.New(cfg)
-	return &app{t: t, db: db, store: store, releases: releases, sessions: sessions, events: events,
-		h: srv.Handler(), srv: srv, logs: logs}
+	return &app{t: t, db: db, store: rt.Prompts, releases: rt.Releases, sessions: rt.Sessions, events: rt.Events,
+		h: srv.Handler(), srv: srv, logs: logs, locker: locker, keys: keys}
 }
 
 // redisApp is an app whose locks live in the shared test Redis, under a

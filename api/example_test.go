@@ -50,8 +50,10 @@ func Example_publishAndResolve() {
 	defer store.Close()
 
 	s := api.New(api.Config{
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Prompts: store,
+		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Prompts:     store,
+		Idempotency: idempotency.New(db, idempotency.Options{}),
+		Audit:       func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) { return audit.List(ctx, db, f) },
 		Tokens: []api.Token{
 			{Name: "ops", Role: api.RoleAdmin, Secret: "admin-secret-0123456789"},
 			{Name: "agent", Role: api.RoleRuntime, Secret: "runtime-secret-0123456789"},

@@ -13,11 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promptd/promptd"
 	"github.com/promptd/promptd/api"
+	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
-	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/session"
 	"github.com/promptd/promptd/sqlstore"
 )
@@ -68,13 +70,14 @@ func FuzzWriteEndpoints(f *testing.F) {
 	db := testenv.OpenDB(f, sqlstore.Config{SQLitePath: filepath.Join(f.TempDir(), "fuzz.db")},
 		migrations())
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	store := promptstore.New(db, promptstore.Options{Instance: "fuzz"})
-	events := audit.NewBatcher(db, store.Audit(), logger, 50*time.Millisecond)
-	f.Cleanup(events.Close)
-	releases := release.New(release.Options{Store: store, Logger: logger})
-	sessions := session.New(session.Options{Store: store, Resolver: releases, Events: events, Logger: logger})
-	h := api.New(api.Config{Logger: logger, Tokens: testTokens, Prompts: store, Resolver: session.Resolver{S: sessions, Next: releases},
-		History: sessions, Releases: releases, Sessions: sessions, Events: events}).Handler()
+	locker := locks.NewMemory(locks.Options{Holder: "fuzz"})
+	rt := promptd.New(db, promptd.Options{Instance: "fuzz", Logger: logger, Locker: locker, EventFlush: 50 * time.Millisecond})
+	f.Cleanup(func() { _ = rt.Close() })
+	store, sessions := rt.Prompts, rt.Sessions
+	h := api.New(api.Config{Logger: logger, Tokens: testTokens, Prompts: store, Resolver: rt.Resolver,
+		History: sessions, Releases: rt.Releases, Sessions: sessions, Events: rt.Events, Locker: locker,
+		Idempotency: idempotency.New(db, idempotency.Options{}),
+		Audit:       func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) { return audit.List(ctx, db, f) }}).Handler()
 	ctx := audit.WithActor(context.Background(), "fuzz")
 	for i := 0; i < 2; i++ {
 		if _, err := store.CreateVersion(ctx, promptstore.CreateVersionInput{Agent: "a", BaseVersion: i,

@@ -62,7 +62,7 @@ func parseLeaseID(id string) ([]string, error) {
 
 // leaseKeys maps resources to their lock keys, and back.
 func (s *Server) leaseKeys(resources []string) (keys []string, back map[string]string, err error) {
-	k := s.cfg.Prompts.Keys()
+	k := s.cfg.Keys
 	back = make(map[string]string, len(resources))
 	for _, r := range resources {
 		key, err := k.Lease(r)
@@ -148,7 +148,7 @@ func (s *Server) handleAcquireLeases(c echo.Context) error {
 	s.extendDeadlines(c, req.wait)
 	ctx := c.Request().Context()
 	token := locks.NewToken()
-	g, err := s.cfg.Prompts.Locker().AcquireAll(ctx, keys, req.ttl, locks.WithWait(req.wait), locks.WithoutKeepalive(),
+	g, err := s.cfg.Locker.AcquireAll(ctx, keys, req.ttl, locks.WithWait(req.wait), locks.WithoutKeepalive(),
 		locks.WithHolder(req.Holder), locks.WithOwnerToken(token))
 	var held *locks.HeldError
 	switch {
@@ -196,7 +196,7 @@ func (s *Server) handleRenewLeases(c echo.Context) error {
 	var lost []string
 	var expires time.Time
 	for _, k := range keys {
-		exp, err := s.cfg.Prompts.Locker().Renew(ctx, k, token, ttl)
+		exp, err := s.cfg.Locker.Renew(ctx, k, token, ttl)
 		switch {
 		case errors.Is(err, locks.ErrLeaseLost):
 			lost = append(lost, back[k])
@@ -229,7 +229,7 @@ func (s *Server) handleReleaseLeases(c echo.Context) error {
 	ctx := c.Request().Context()
 	var lost, freed []string
 	for i := len(keys) - 1; i >= 0; i-- { // reverse order, like a group release
-		_, err := s.cfg.Prompts.Locker().Release(ctx, keys[i], token)
+		_, err := s.cfg.Locker.Release(ctx, keys[i], token)
 		switch {
 		case errors.Is(err, locks.ErrLeaseLost):
 			lost = append(lost, back[keys[i]])

@@ -58,8 +58,8 @@ func TestLeases_allOrNothing_conflicts_renewAndReleaseByToken(t *testing.T) {
 
 		// A loses one resource (it expired and was taken, say): renew keeps
 		// the other and says which was lost.
-		key, _ := a.store.Keys().Lease("machine/7")
-		if _, err := a.store.Locker().Release(context.Background(), key, tokenA); err != nil {
+		key, _ := a.keys.Lease("machine/7")
+		if _, err := a.locker.Release(context.Background(), key, tokenA); err != nil {
 			t.Fatal(err)
 		}
 		a.leases(`{"resources": ["machine/7"], "holder": "agent-b", "ttl_ms": 30000}`)

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -8,17 +9,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/promptd/promptd"
 	"github.com/promptd/promptd/api"
+	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/internal/testenv"
 	"github.com/promptd/promptd/promptstore"
-	"github.com/promptd/promptd/release"
-	"github.com/promptd/promptd/session"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -40,17 +40,14 @@ func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
 func benchResolveServer(b *testing.B) http.Handler {
 	b.Helper()
 	db := testenv.OpenDB(b, sqlstore.Config{SQLitePath: filepath.Join(b.TempDir(), "promptd.db")}, migrations())
-	store := promptstore.New(db, promptstore.Options{Instance: "bench-1", Metrics: promptstore.NewMetrics(nil)})
-	b.Cleanup(func() { _ = store.Close() })
 	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	events := audit.NewBatcher(db, store.Audit(), logger, 200*time.Millisecond)
-	b.Cleanup(events.Close)
-	releases := release.New(release.Options{Store: store, Logger: logger})
-	sessions := session.New(session.Options{Store: store, Resolver: releases, Events: events, Logger: logger})
+	rt := promptd.New(db, promptd.Options{Instance: "bench-1", Logger: logger, Prompts: promptstore.Options{Metrics: promptstore.NewMetrics(nil)}})
+	b.Cleanup(func() { _ = rt.Close() })
 	reg := prometheus.NewRegistry()
-	h := api.New(api.Config{Logger: logger, Registerer: reg, Gatherer: reg, Tokens: testTokens, Prompts: store,
-		Resolver: session.Resolver{S: sessions, Next: releases}, History: sessions, Releases: releases,
-		Sessions: sessions, Events: events}).Handler()
+	h := api.New(api.Config{Logger: logger, Registerer: reg, Gatherer: reg, Tokens: testTokens, Prompts: rt.Prompts,
+		Resolver: rt.Resolver, History: rt.Sessions, Releases: rt.Releases, Sessions: rt.Sessions, Events: rt.Events,
+		Idempotency: idempotency.New(db, idempotency.Options{}),
+		Audit:       func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) { return audit.List(ctx, db, f) }}).Handler()
 	system := strings.Repeat("You are a careful support agent. ", 4096/33)
 	for _, r := range []*http.Request{
 		req("POST", "/v1/agents/support/versions", admin, `{"base_version": 0, "config": {"system": "`+system+`", "model": {"name": "m"}}}`),

@@ -14,6 +14,7 @@ import (
 
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/session"
@@ -60,12 +61,15 @@ type Config struct {
 	// lease.released, lease.renew_failed), written asynchronously; nil
 	// drops them.
 	Events *audit.Batcher
+	// Locker holds the generic leases of /v1/leases; Keys builds their
+	// keys. Nil Locker: those routes answer 500 internal.
+	Locker locks.Locker
+	Keys   locks.Keys
 	// Idempotency records the outcomes of requests with an
-	// Idempotency-Key; nil means a store over Prompts' database with the
-	// default TTL.
+	// Idempotency-Key (required with Prompts).
 	Idempotency *idempotency.Store
-	// Audit lists audit events for GET /v1/audit; nil means audit.List
-	// over Prompts' database.
+	// Audit lists audit events for GET /v1/audit (required with Prompts):
+	// audit.List over the database.
 	Audit AuditReader
 	// ImportMaxBytes is the body limit of POST /v1/import; zero means
 	// DefaultImportMaxBytes.
@@ -163,12 +167,8 @@ func New(cfg Config) *Server {
 		if cfg.Resolver == nil {
 			cfg.Resolver = cfg.Prompts
 		}
-		if cfg.Idempotency == nil {
-			cfg.Idempotency = idempotency.New(cfg.Prompts.DB(), idempotency.Options{})
-		}
-		if cfg.Audit == nil {
-			db := cfg.Prompts.DB()
-			cfg.Audit = func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) { return audit.List(ctx, db, f) }
+		if cfg.Idempotency == nil || cfg.Audit == nil {
+			panic("api: Config.Idempotency and Config.Audit are required with Config.Prompts")
 		}
 	}
 	e := echo.New()

@@ -22,8 +22,8 @@ func TestDegraded_redisStopped_writesOnSQLAlone_resolveAnswers(t *testing.T) {
 		DialTimeout: 50 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond})
 	t.Cleanup(func() { _ = c.Close() })
 	keys := locks.Keys{Prefix: "deg"}
-	s := newStore(t, db, promptstore.Options{Redis: c, Keys: keys, RedisTimeout: 50 * time.Millisecond,
-		Locker: locks.NewRedis(c, locks.RedisOptions{Keys: keys, Timeout: 50 * time.Millisecond}, locks.Options{})})
+	s := newStore(t, db, withRedis(t, promptstore.Options{Keys: keys,
+		Locker: locks.NewRedis(c, locks.RedisOptions{Keys: keys, Timeout: 50 * time.Millisecond}, locks.Options{})}, c, 50*time.Millisecond))
 	ctx := ctxT(t)
 	if _, err := s.CreateVersion(ctx, promptstore.CreateVersionInput{Agent: "a", BaseVersion: 0, Config: cfg("v1")}); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/sqlstore"
 )
@@ -288,8 +289,8 @@ func (s *Store) Announce(ctx context.Context, st *PointerState) {
 	if s.ptrs.offer(st) {
 		s.o.Metrics.refreshed("write")
 	}
-	s.bus.mirrorPointer(ctx, st)
-	s.bus.Publish(ctx, Event{Kind: KindPointer, Agent: st.Agent, Env: st.Env, Revision: st.Revision})
+	s.mirrorPointer(ctx, st)
+	s.publishPointer(ctx, st)
 }
 
 // Pointer returns the runtime view of an env: from the in-process cache
@@ -322,7 +323,7 @@ func (s *Store) loadPointer(ctx context.Context, agent, env string) (*PointerSta
 		if !errors.Is(err, ErrUnavailable) {
 			return nil, err
 		}
-		if st = s.bus.readPointer(ctx, agent, env); st == nil {
+		if st = s.readPointer(ctx, agent, env); st == nil {
 			return nil, err
 		}
 		s.o.Metrics.degraded("sql")
@@ -339,12 +340,12 @@ func (s *Store) loadPointer(ctx context.Context, agent, env string) (*PointerSta
 
 // onPointerEvent refreshes a cached env when an event names a newer
 // revision: from the mirror when it is current, else from SQL.
-func (s *Store) onPointerEvent(ctx context.Context, ev Event) {
+func (s *Store) onPointerEvent(ctx context.Context, ev events.Event) {
 	cur := s.ptrs.get(ev.Agent, ev.Env)
 	if cur == nil || cur.Revision >= ev.Revision {
 		return // not cached here (loaded on first use) or already current
 	}
-	if st := s.bus.readPointer(ctx, ev.Agent, ev.Env); st != nil && st.Revision >= ev.Revision {
+	if st := s.readPointer(ctx, ev.Agent, ev.Env); st != nil && st.Revision >= ev.Revision {
 		if s.ptrs.offer(st) {
 			s.o.Metrics.refreshed("event")
 		}
@@ -388,7 +389,7 @@ func (s *Store) Reconcile(ctx context.Context) error {
 				s.o.Metrics.refreshed("reconciler")
 				stale = append(stale, r.Agent+"/"+r.Env)
 			}
-			s.bus.mirrorPointer(ctx, st)
+			s.mirrorPointer(ctx, st)
 		}
 	}
 	if len(stale) > 0 {
@@ -400,7 +401,7 @@ func (s *Store) Reconcile(ctx context.Context) error {
 
 // RepairMirror writes every env pointer to the Redis mirror (at start).
 func (s *Store) RepairMirror(ctx context.Context) error {
-	if s.o.Redis == nil {
+	if s.mirror == nil {
 		return nil
 	}
 	var rows []struct{ Agent, Env string }
@@ -412,7 +413,7 @@ func (s *Store) RepairMirror(ctx context.Context) error {
 		if err != nil {
 			return storeErr(sqlstore.Translate(err))
 		}
-		s.bus.mirrorPointer(ctx, st)
+		s.mirrorPointer(ctx, st)
 	}
 	return nil
 }

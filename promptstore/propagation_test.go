@@ -23,8 +23,8 @@ func TestPropagation_threeInstances_eventsThenReconciler(t *testing.T) {
 	var stores []*promptstore.Store
 	for i := 0; i < 3; i++ {
 		c := srv.Client(t)
-		stores = append(stores, newStore(t, db, promptstore.Options{Redis: c, Keys: keys, RedisTimeout: 100 * time.Millisecond,
-			Instance: fmt.Sprint("i", i), Locker: locks.NewRedis(c, locks.RedisOptions{Keys: keys, Timeout: 100 * time.Millisecond}, locks.Options{})}))
+		stores = append(stores, newStore(t, db, withRedis(t, promptstore.Options{Keys: keys,
+			Instance: fmt.Sprint("i", i), Locker: locks.NewRedis(c, locks.RedisOptions{Keys: keys, Timeout: 100 * time.Millisecond}, locks.Options{})}, c, 100*time.Millisecond)))
 	}
 	a := stores[0]
 	ctx := ctxT(t)

@@ -6,10 +6,10 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/sqlstore"
 )
@@ -19,13 +19,17 @@ type Options struct {
 	// Locker serialises writers per agent (versions) and per env (pointer
 	// moves). It is the fast path; SQL conditions are the guarantee.
 	Locker locks.Locker
-	// Keys builds lock and mirror keys (PROMPTD_KEY_PREFIX).
+	// Keys builds lock keys (PROMPTD_KEY_PREFIX).
 	Keys locks.Keys
-	// Redis, when set, holds the mirror of snapshots and pointers and
-	// carries change events between instances. Nil: one instance, no mirror.
-	Redis redis.UniversalClient
-	// RedisTimeout bounds each Redis call (PROMPTD_REDIS_TIMEOUT).
-	RedisTimeout time.Duration
+	// Bus carries change events between instances; nil means events stay
+	// in this process (one instance). Close does not close it.
+	Bus *events.Bus
+	// Mirror is the Redis mirror of snapshots and pointers; nil: none.
+	Mirror *events.Mirror
+	// Health is shared with Bus and Mirror: while Redis is known to be
+	// down, writes skip the locker and go on under SQL conditions alone.
+	// Nil means the locker is always tried.
+	Health *events.Health
 	// Instance names this process in audit events.
 	Instance string
 	// LockWait is how long a writer waits for the agent or env lock before
@@ -55,9 +59,11 @@ type Store struct {
 	audit audit.Log
 	snaps *snapshotCache
 	ptrs  *pointerCache
-	diffs *diffCache
-	bus   *Bus
-	redis *breaker
+	diffs  *diffCache
+	bus    *events.Bus
+	ownBus bool // made by New: closed by Close
+	mirror *events.Mirror
+	redis  *events.Health
 }
 
 // New returns a Store over db (migrated with Migrations and
@@ -79,52 +85,40 @@ func New(db *gorm.DB, o Options) *Store {
 		o.SnapshotCacheSize = 4096
 	}
 	o.Limits = o.Limits.withDefaults()
-	if o.RedisTimeout <= 0 {
-		o.RedisTimeout = 100 * time.Millisecond
-	}
 	if o.Locker == nil {
 		o.Locker = locks.NewMemory(locks.Options{Holder: o.Instance})
 	}
 	s := &Store{db: db, o: o, log: o.Logger, audit: audit.Log{Instance: o.Instance, Now: o.Now},
-		snaps: newSnapshotCache(o.SnapshotCacheSize), ptrs: newPointerCache(), redis: &breaker{coolDown: time.Second},
+		snaps: newSnapshotCache(o.SnapshotCacheSize), ptrs: newPointerCache(), bus: o.Bus, mirror: o.Mirror, redis: o.Health,
 		diffs: newDiffCache(o.Limits.DiffCacheBytes)}
-	s.bus = newBus(o.Redis, o.Keys, o.RedisTimeout, o.Logger, s.redis)
+	if s.bus == nil {
+		s.bus, s.ownBus = events.NewBus(events.Options{Logger: o.Logger}), true
+	}
 	s.bus.Subscribe(KindPointer, s.onPointerEvent)
 	return s
 }
 
-// Bus is the store's event bus, for packages that publish their own
-// changes (releases, sessions) on the same channel.
-func (s *Store) Bus() *Bus { return s.bus }
-
-// DB is the store's database, for packages that keep their tables beside
-// the store's (releases name the pointer row in their transactions).
-func (s *Store) DB() *gorm.DB { return s.db }
-
-// Locker is the store's lock service (shared with releases and sessions).
-func (s *Store) Locker() locks.Locker { return s.o.Locker }
-
-// Keys builds the store's lock and mirror keys.
-func (s *Store) Keys() locks.Keys { return s.o.Keys }
-
-// Audit is the store's audit log.
-func (s *Store) Audit() audit.Log { return s.audit }
-
-// Close stops the event subscription.
-func (s *Store) Close() error { return s.bus.Close() }
+// Close closes the event bus when New made it (Options.Bus is the
+// caller's to close).
+func (s *Store) Close() error {
+	if s.ownBus {
+		return s.bus.Close()
+	}
+	return nil
+}
 
 // lock takes key for the duration of a write. When the locker cannot be
 // reached the write goes on under its SQL conditions alone (degraded mode,
 // counted); when another writer holds the key past LockWait, too.
 func (s *Store) lock(ctx context.Context, key string) func() {
-	if s.redis.open() {
+	if s.redis.Down() {
 		s.o.Metrics.degraded("redis")
 		return func() {}
 	}
 	l, err := s.o.Locker.Acquire(ctx, key, 10*time.Second, locks.WithWait(s.o.LockWait))
 	if err != nil {
 		if errors.Is(err, locks.ErrUnavailable) {
-			s.redis.fail()
+			s.redis.Fail()
 			s.o.Metrics.degraded("redis")
 			s.log.Warn("lock unavailable: writing on SQL conditions alone", "key", key, "err", err)
 		}

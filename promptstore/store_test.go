@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/internal/testenv"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
@@ -33,6 +35,16 @@ func ctxT(t *testing.T) context.Context {
 func cfg(system string) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{"system": system})
 	return b
+}
+
+// withRedis gives o a bus and a mirror over rdb, as promptd.New does
+// (one Health shared by the bus, the mirror and the lock fast path).
+func withRedis(t *testing.T, o promptstore.Options, rdb redis.UniversalClient, timeout time.Duration) promptstore.Options {
+	t.Helper()
+	eo := events.Options{Redis: rdb, Prefix: o.Keys.Prefix, Timeout: timeout, Health: &events.Health{}}
+	o.Bus, o.Mirror, o.Health = events.NewBus(eo), events.NewMirror(eo), eo.Health
+	t.Cleanup(func() { _ = o.Bus.Close() })
+	return o
 }
 
 func newStore(t *testing.T, db *gorm.DB, o promptstore.Options) *promptstore.Store {
@@ -238,8 +250,8 @@ func TestResolve_duringSwitches_neverHalfAConfig(t *testing.T) {
 		defer cancel()
 		rdb := testenv.RedisClient(t)
 		keys := locks.Keys{Prefix: fmt.Sprintf("t%d", time.Now().UnixNano())}
-		writer := newStore(t, db, promptstore.Options{Redis: rdb, Keys: keys})
-		reader := newStore(t, db, promptstore.Options{Redis: rdb, Keys: keys}) // another instance, told by events
+		writer := newStore(t, db, withRedis(t, promptstore.Options{Keys: keys}, rdb, 0))
+		reader := newStore(t, db, withRedis(t, promptstore.Options{Keys: keys}, rdb, 0)) // another instance, told by events
 		for i := 0; i < 5; i++ {
 			if _, err := writer.CreateVersion(ctx, promptstore.CreateVersionInput{Agent: "a", BaseVersion: i, Config: cfg(fmt.Sprint("config ", i+1))}); err != nil {
 				t.Fatal(err)

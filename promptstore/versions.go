@@ -112,7 +112,7 @@ func (s *Store) CreateVersion(ctx context.Context, in CreateVersionInput) (*Vers
 		return nil, storeErr(err)
 	}
 	s.snaps.put(&Snapshot{Version: v, Parsed: p.parsed})
-	s.bus.mirrorSnapshot(ctx, v)
+	s.mirrorSnapshot(ctx, v)
 	return v, nil
 }
 
@@ -216,7 +216,7 @@ func (s *Store) Snapshot(ctx context.Context, agent string, version int) (*Snaps
 	s.o.Metrics.cache("snapshot", "miss")
 	v, sqlErr := s.loadVersion(ctx, agent, version)
 	if sqlErr != nil && errors.Is(sqlErr, ErrUnavailable) {
-		if mv := s.bus.readSnapshot(ctx, agent, version); mv != nil {
+		if mv := s.readSnapshot(ctx, agent, version); mv != nil {
 			v, sqlErr = mv, nil
 		}
 	}
@@ -229,7 +229,7 @@ func (s *Store) Snapshot(ctx context.Context, agent string, version int) (*Snaps
 	}
 	snap := &Snapshot{Version: v, Parsed: parsed}
 	s.snaps.put(snap)
-	s.bus.mirrorSnapshot(ctx, v)
+	s.mirrorSnapshot(ctx, v)
 	return snap, nil
 }
 

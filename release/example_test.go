@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/sqlstore"
@@ -25,7 +26,9 @@ func Example() {
 	if err := sqlstore.Migrate(ctx, db, append(append(audit.Migrations(), promptstore.Migrations()...), release.Migrations()...)...); err != nil {
 		panic(err)
 	}
-	store := promptstore.New(db, promptstore.Options{Instance: "example"})
+	// One lock service for everything (a Redis one for several processes).
+	locker := locks.NewMemory(locks.Options{Holder: "example"})
+	store := promptstore.New(db, promptstore.Options{Instance: "example", Locker: locker})
 	defer store.Close()
 	for i := 0; i < 2; i++ {
 		if _, err := store.CreateVersion(ctx, promptstore.CreateVersionInput{Agent: "support", BaseVersion: i,
@@ -38,7 +41,7 @@ func Example() {
 		panic(err)
 	}
 
-	releases := release.New(release.Options{Store: store})
+	releases := release.New(release.Options{Store: store, DB: db, Locker: locker, Instance: "example"})
 	r, err := releases.Create(ctx, release.CreateInput{Agent: "support", Env: "prod", CandidateVersion: 2, Percent: "10"})
 	if err != nil {
 		panic(err)

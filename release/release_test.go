@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"github.com/promptd/promptd"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/internal/testenv"
 	"github.com/promptd/promptd/locks"
@@ -37,11 +39,16 @@ type env struct {
 }
 
 // newEnv: agent "a" with versions 1..3, prod pointing at 1.
-func newEnv(t *testing.T, db *gorm.DB, o promptstore.Options) *env {
+// newEnv wires a store and a release service as promptd.New does; rdb,
+// when given, carries events between envs (instances).
+func newEnv(t *testing.T, db *gorm.DB, o promptd.Options, rdb ...redis.UniversalClient) *env {
 	o.Instance = "t"
-	s := promptstore.New(db, o)
-	t.Cleanup(func() { _ = s.Close() })
-	return &env{db: db, store: s, rel: release.New(release.Options{Store: s, Locker: o.Locker, Keys: o.Keys})}
+	if len(rdb) > 0 {
+		o.Redis = rdb[0]
+	}
+	rt := promptd.New(db, o)
+	t.Cleanup(func() { _ = rt.Close() })
+	return &env{db: db, store: rt.Prompts, rel: rt.Releases}
 }
 
 func (e *env) seed(t *testing.T) {
@@ -67,7 +74,7 @@ func count(t *testing.T, db *gorm.DB, q string) int {
 
 func TestCreate_badInput_writesNothing(t *testing.T) {
 	testenv.ForEachDialect(t, migrations(), func(t *testing.T, db *gorm.DB) {
-		e := newEnv(t, db, promptstore.Options{})
+		e := newEnv(t, db, promptd.Options{})
 		e.seed(t)
 		ctx := ctxT(t)
 		if _, err := e.rel.Create(ctx, release.CreateInput{Agent: "a", Env: "staging", CandidateVersion: 2, Percent: "10"}); !errors.Is(err, promptstore.ErrNoPointer) {
@@ -109,7 +116,7 @@ func TestCreate_badInput_writesNothing(t *testing.T) {
 
 func TestRelease_oneActivePerEnv_enforcedBySQL(t *testing.T) {
 	testenv.ForEachDialect(t, migrations(), func(t *testing.T, db *gorm.DB) {
-		e := newEnv(t, db, promptstore.Options{})
+		e := newEnv(t, db, promptd.Options{})
 		e.seed(t)
 		ctx := ctxT(t)
 		r, err := e.rel.Create(ctx, release.CreateInput{Agent: "a", Env: "prod", CandidateVersion: 2, Percent: "10"})
@@ -135,7 +142,7 @@ func TestRelease_oneActivePerEnv_enforcedBySQL(t *testing.T) {
 
 func TestRelease_promoteAndRollback(t *testing.T) {
 	testenv.ForEachDialect(t, migrations(), func(t *testing.T, db *gorm.DB) {
-		e := newEnv(t, db, promptstore.Options{})
+		e := newEnv(t, db, promptd.Options{})
 		e.seed(t)
 		ctx := ctxT(t)
 		r, _ := e.rel.Create(ctx, release.CreateInput{Agent: "a", Env: "prod", CandidateVersion: 2, Percent: "50"})
@@ -195,7 +202,7 @@ func TestRelease_promoteAndRollback(t *testing.T) {
 
 func TestStickiness_100kUsers(t *testing.T) {
 	db := testenv.OpenDB(t, sqlstore.Config{SQLitePath: t.TempDir() + "/s.db"}, migrations())
-	e := newEnv(t, db, promptstore.Options{})
+	e := newEnv(t, db, promptd.Options{})
 	e.seed(t)
 	ctx := ctxT(t)
 	r, err := e.rel.Create(ctx, release.CreateInput{Agent: "a", Env: "prod", CandidateVersion: 2, Percent: "10"})
@@ -239,7 +246,7 @@ func TestStickiness_100kUsers(t *testing.T) {
 
 func TestEnvRollback_withoutRelease_revokesTheVersionLeft(t *testing.T) {
 	testenv.ForEachDialect(t, migrations(), func(t *testing.T, db *gorm.DB) {
-		e := newEnv(t, db, promptstore.Options{})
+		e := newEnv(t, db, promptd.Options{})
 		e.seed(t)
 		ctx := ctxT(t)
 		for v, rev := 2, int64(1); v <= 3; v, rev = v+1, rev+1 {
@@ -270,7 +277,7 @@ func TestEnvRollback_withoutRelease_revokesTheVersionLeft(t *testing.T) {
 func TestTransitions_twentyConcurrentAdmins(t *testing.T) {
 	testenv.ForEachDialect(t, migrations(), func(t *testing.T, db *gorm.DB) {
 		locker := locks.NewRedis(testenv.RedisClient(t), locks.RedisOptions{}, locks.Options{})
-		e := newEnv(t, db, promptstore.Options{Locker: locker, Keys: locks.Keys{Prefix: fmt.Sprint("adm", time.Now().UnixNano())}})
+		e := newEnv(t, db, promptd.Options{Locker: locker, Keys: locks.Keys{Prefix: fmt.Sprint("adm", time.Now().UnixNano())}})
 		e.seed(t)
 		ctx := ctxT(t)
 		r, err := e.rel.Create(ctx, release.CreateInput{Agent: "a", Env: "prod", CandidateVersion: 2, Percent: "1"})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/promptstore"
 )
 
@@ -82,7 +83,7 @@ func (s *Service) ActiveFor(ctx context.Context, releaseID string) (*Release, er
 }
 
 // onEvent refreshes a cached release when an event names a newer revision.
-func (s *Service) onEvent(ctx context.Context, ev promptstore.Event) {
+func (s *Service) onEvent(ctx context.Context, ev events.Event) {
 	s.mu.RLock()
 	cur, ok := s.cache[ev.ID]
 	s.mu.RUnlock()

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/sqlstore"
@@ -19,16 +20,29 @@ import (
 
 // Options configure a Service.
 type Options struct {
+	// Store is the prompt store whose pointer rows releases move.
 	Store *promptstore.Store
-	// Locker and Keys default to the store's.
-	Locker   locks.Locker
-	Keys     locks.Keys
+	// DB is the store's database: a release and its env pointer row change
+	// in one transaction.
+	DB *gorm.DB
+	// Bus carries release events to the other instances; nil: this
+	// process only.
+	Bus *events.Bus
+	// Locker and Keys must be the store's, so pointer switches and release
+	// transitions take the same lock; nil Locker: an in-memory one.
+	Locker locks.Locker
+	Keys   locks.Keys
+	// Instance names this process in audit events.
+	Instance string
 	Logger   *slog.Logger
 	Now      func() time.Time
 	LockWait time.Duration // default 2s
 	// SQLTimeout bounds each SQL operation; default 5s.
 	SQLTimeout time.Duration
 }
+
+// EventKind is the kind of the events a release change publishes.
+const EventKind = "release"
 
 // Service manages releases and resolves callers to their arm.
 type Service struct {
@@ -54,14 +68,16 @@ func New(o Options) *Service {
 		o.LockWait = 2 * time.Second
 	}
 	if o.Locker == nil {
-		o.Locker = o.Store.Locker()
-		o.Keys = o.Store.Keys()
+		o.Locker = locks.NewMemory(locks.Options{Holder: o.Instance})
+	}
+	if o.Bus == nil {
+		o.Bus = events.NewBus(events.Options{Logger: o.Logger})
 	}
 	if o.SQLTimeout <= 0 {
 		o.SQLTimeout = 5 * time.Second
 	}
-	s := &Service{o: o, store: o.Store, db: o.Store.DB(), log: o.Logger, audit: o.Store.Audit(), cache: map[string]*Release{}}
-	o.Store.Bus().Subscribe(promptstore.KindRelease, s.onEvent)
+	s := &Service{o: o, store: o.Store, db: o.DB, log: o.Logger, audit: audit.Log{Instance: o.Instance, Now: o.Now}, cache: map[string]*Release{}}
+	o.Bus.Subscribe(EventKind, s.onEvent)
 	return s
 }
 
@@ -210,7 +226,7 @@ func (s *Service) announce(ctx context.Context, rel *Release, ptr *promptstore.P
 	if ptr != nil {
 		s.store.Announce(ctx, ptr)
 	}
-	s.store.Bus().Publish(ctx, promptstore.Event{Kind: promptstore.KindRelease, Agent: rel.Agent, Env: rel.Env, ID: rel.ID, Revision: rel.Revision})
+	s.o.Bus.Publish(ctx, events.Event{Kind: EventKind, Agent: rel.Agent, Env: rel.Env, ID: rel.ID, Revision: rel.Revision})
 }
 
 func (s *Service) offer(rel *Release) {

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promptd/promptd"
 	"github.com/promptd/promptd/internal/testenv"
 	"github.com/promptd/promptd/locks"
-	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/sqlstore"
 )
@@ -23,7 +23,7 @@ func TestSteps_threeInstances_eachStepOnce(t *testing.T) {
 	var envs []*env
 	for i := 0; i < 3; i++ {
 		locker := locks.NewRedis(rdb, locks.RedisOptions{Keys: keys}, locks.Options{Holder: fmt.Sprint("i", i)})
-		envs = append(envs, newEnv(t, db, promptstore.Options{Locker: locker, Keys: keys, Redis: rdb}))
+		envs = append(envs, newEnv(t, db, promptd.Options{Locker: locker, Keys: keys}, rdb))
 	}
 	envs[0].seed(t)
 	ctx := ctxT(t)

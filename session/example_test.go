@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/session"
 	"github.com/promptd/promptd/sqlstore"
@@ -26,7 +27,9 @@ func Example() {
 	if err := sqlstore.Migrate(ctx, db, append(append(audit.Migrations(), promptstore.Migrations()...), session.Migrations()...)...); err != nil {
 		panic(err)
 	}
-	store := promptstore.New(db, promptstore.Options{Instance: "example"})
+	// One lock service for everything (a Redis one for several processes).
+	locker := locks.NewMemory(locks.Options{Holder: "example"})
+	store := promptstore.New(db, promptstore.Options{Instance: "example", Locker: locker})
 	defer store.Close()
 	if _, err := store.CreateVersion(ctx, promptstore.CreateVersionInput{Agent: "chat", Config: json.RawMessage(`{"system": "Be brief."}`)}); err != nil {
 		panic(err)
@@ -35,7 +38,7 @@ func Example() {
 	if _, err := store.SwitchPointer(ctx, promptstore.SwitchInput{Agent: "chat", Env: "prod", Version: 1, ExpectedRevision: &zero}); err != nil {
 		panic(err)
 	}
-	sessions := session.New(session.Options{Store: store})
+	sessions := session.New(session.Options{Store: store, DB: db, Locker: locker, Instance: "example"})
 
 	s, _, err := sessions.Create(ctx, session.CreateInput{SessionID: "conv-1", Agent: "chat", Env: "prod", UserID: "u1"})
 	if err != nil {

@@ -7,11 +7,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/internal/testenv"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/session"
@@ -20,9 +18,8 @@ import (
 
 // limitedService is a session service over w's store with o's limits.
 func limitedService(t *testing.T, w *world, db *gorm.DB, o session.Options) *session.Service {
-	events := audit.NewBatcher(db, w.store.Audit(), nil, 50*time.Millisecond)
-	t.Cleanup(events.Close)
-	o.Store, o.Resolver, o.Events = w.store, w.rel, events
+	b := w.base
+	o.Store, o.DB, o.Bus, o.Locker, o.Keys, o.Resolver, o.Events, o.Instance = b.Store, b.DB, b.Bus, b.Locker, b.Keys, b.Resolver, b.Events, b.Instance
 	return session.New(o)
 }
 

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/sqlstore"
@@ -20,9 +21,17 @@ type Options struct {
 	Store *promptstore.Store
 	// Resolver pins new sessions (release arm -> env pointer); default the store.
 	Resolver promptstore.Resolver
-	// Locker and Keys default to the store's.
+	// DB is the store's database (sessions pin versions of its agents).
+	DB *gorm.DB
+	// Bus carries session events (re-pins, closes) to the other
+	// instances; nil: this process only.
+	Bus *events.Bus
+	// Locker holds session leases; Keys builds their keys. Nil Locker: an
+	// in-memory one (one process).
 	Locker locks.Locker
 	Keys   locks.Keys
+	// Instance names this process in audit events.
+	Instance string
 	// Events receives lease events and rejected writes (asynchronous).
 	Events     *audit.Batcher
 	IdleTTL    time.Duration // default idle TTL (PROMPTD_SESSION_IDLE_TTL), 24h
@@ -43,6 +52,9 @@ type Options struct {
 	PageBytes int64
 }
 
+// EventKind is the kind of the events a session change publishes.
+const EventKind = "session"
+
 // Service manages sessions.
 type Service struct {
 	o     Options
@@ -61,7 +73,10 @@ func New(o Options) *Service {
 		o.Resolver = o.Store
 	}
 	if o.Locker == nil {
-		o.Locker, o.Keys = o.Store.Locker(), o.Store.Keys()
+		o.Locker = locks.NewMemory(locks.Options{Holder: o.Instance})
+	}
+	if o.Bus == nil {
+		o.Bus = events.NewBus(events.Options{Logger: o.Logger})
 	}
 	if o.IdleTTL <= 0 {
 		o.IdleTTL = 24 * time.Hour
@@ -90,9 +105,9 @@ func New(o Options) *Service {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Service{o: o, store: o.Store, db: o.Store.DB(), audit: o.Store.Audit(), log: o.Logger, pins: newPinCache(100000),
+	s := &Service{o: o, store: o.Store, db: o.DB, audit: audit.Log{Instance: o.Instance, Now: o.Now}, log: o.Logger, pins: newPinCache(100000),
 		fenced: newFencedSet(100000)}
-	o.Store.Bus().Subscribe(promptstore.KindSession, func(_ context.Context, ev promptstore.Event) { s.pins.drop(ev.ID) })
+	o.Bus.Subscribe(EventKind, func(_ context.Context, ev events.Event) { s.pins.drop(ev.ID) })
 	return s
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/promptd/promptd"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/internal/testenv"
 	"github.com/promptd/promptd/locks"
@@ -36,6 +37,9 @@ type world struct {
 	rel   *release.Service
 	sess  *session.Service
 	res   promptstore.Resolver
+	// base is what a second session service over the same stores (another
+	// replica) is built from.
+	base session.Options
 }
 
 func newWorld(t *testing.T, db *gorm.DB) *world {
@@ -43,13 +47,11 @@ func newWorld(t *testing.T, db *gorm.DB) *world {
 	keys := locks.Keys{Prefix: fmt.Sprint("s", time.Now().UnixNano())}
 	locker := locks.NewRedis(rdb, locks.RedisOptions{Keys: keys}, locks.Options{Holder: "t"})
 	t.Cleanup(func() { _ = locker.Close(context.Background()) })
-	store := promptstore.New(db, promptstore.Options{Locker: locker, Keys: keys, Instance: "t"})
-	t.Cleanup(func() { _ = store.Close() })
-	rel := release.New(release.Options{Store: store})
-	events := audit.NewBatcher(db, store.Audit(), nil, 50*time.Millisecond)
-	t.Cleanup(events.Close)
-	sess := session.New(session.Options{Store: store, Resolver: rel, Events: events})
-	w := &world{store: store, rel: rel, sess: sess, res: session.Resolver{S: sess, Next: rel}}
+	rt := promptd.New(db, promptd.Options{Instance: "t", Locker: locker, Keys: keys, EventFlush: 50 * time.Millisecond})
+	t.Cleanup(func() { _ = rt.Close() })
+	store, rel, sess := rt.Prompts, rt.Releases, rt.Sessions
+	w := &world{store: store, rel: rel, sess: sess, res: rt.Resolver,
+		base: session.Options{Store: store, DB: db, Bus: rt.Bus, Locker: locker, Keys: keys, Resolver: rel, Instance: "t", Events: rt.Events}}
 	ctx := ctxT(t)
 	for i := 0; i < 2; i++ {
 		if _, err := store.CreateVersion(ctx, promptstore.CreateVersionInput{Agent: "a", BaseVersion: i, Config: json.RawMessage(fmt.Sprintf(`{"system":"v%d"}`, i+1))}); err != nil {
@@ -354,8 +356,8 @@ func TestClose_withLeaseToken_freesTheLease(t *testing.T) {
 	if _, err := w.sess.Close(ctx, "c", session.WriteCondition{ExpectedRevision: rev(0), Fence: &l.Fence}, l.Token); err != nil {
 		t.Fatal(err)
 	}
-	key, _ := w.store.Keys().Session("c")
-	if _, err := w.store.Locker().Holder(ctx, key); !errors.Is(err, locks.ErrNotHeld) {
+	key, _ := w.base.Keys.Session("c")
+	if _, err := w.base.Locker.Holder(ctx, key); !errors.Is(err, locks.ErrNotHeld) {
 		t.Fatalf("lease after close with its token: %v", err)
 	}
 }
@@ -388,8 +390,10 @@ func TestWrite_unfenced_checksLeasesOnlyAfterOne(t *testing.T) {
 	testenv.ForEachDialect(t, migrations(), func(t *testing.T, db *gorm.DB) {
 		w := newWorld(t, db)
 		ctx := ctxT(t)
-		cl := &countingLocker{Locker: w.store.Locker()}
-		replica := session.New(session.Options{Store: w.store, Resolver: w.rel, Locker: cl, Keys: w.store.Keys()})
+		cl := &countingLocker{Locker: w.base.Locker}
+		o := w.base
+		o.Locker = cl
+		replica := session.New(o)
 		for _, id := range []string{"u1", "u2"} {
 			if _, _, err := w.sess.Create(ctx, session.CreateInput{SessionID: id, Agent: "a", Env: "prod"}); err != nil {
 				t.Fatal(err)
@@ -462,7 +466,7 @@ func TestWrite_unfencedRacesLeaseGrants(t *testing.T) {
 	testenv.ForEachDialect(t, migrations(), func(t *testing.T, db *gorm.DB) {
 		w := newWorld(t, db)
 		ctx := ctxT(t)
-		replica := session.New(session.Options{Store: w.store, Resolver: w.rel})
+		replica := session.New(w.base)
 		for i := 0; i < 10; i++ {
 			id := fmt.Sprint("race-", i)
 			if _, _, err := w.sess.Create(ctx, session.CreateInput{SessionID: id, Agent: "a", Env: "prod"}); err != nil {

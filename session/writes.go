@@ -10,7 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/audit"
-	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -289,7 +289,7 @@ func (s *Service) Close(ctx context.Context, id string, c WriteCondition, leaseT
 		return nil, s.reject(ctx, id, err)
 	}
 	s.pins.drop(id)
-	s.store.Bus().Publish(ctx, promptstore.Event{Kind: promptstore.KindSession, ID: id, Revision: out.Revision})
+	s.o.Bus.Publish(ctx, events.Event{Kind: EventKind, ID: id, Revision: out.Revision})
 	if leaseToken != "" {
 		// Best effort: the close is committed; a token that is no longer
 		// current frees nothing.

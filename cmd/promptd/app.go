@@ -91,8 +91,8 @@ func (m *Main) Open(ctx context.Context) error {
 	m.rt = promptd.New(m.db, promptd.Options{
 		Instance: cfg.InstanceID,
 		Logger:   m.Logger,
+		Locker:   m.locker, Keys: keys, Redis: m.redis, RedisTimeout: cfg.RedisTimeout,
 		Prompts: promptstore.Options{
-			Locker: m.locker, Keys: keys, Redis: m.redis, RedisTimeout: cfg.RedisTimeout,
 			Metrics: promptstore.NewMetrics(m.registry),
 			Limits: promptstore.Limits{AssembleMaxBytes: cfg.AssembleMaxBytes, MaxHistoryTurns: int(cfg.AssembleMaxHistoryTurns),
 				DiffMaxBytes: cfg.DiffMaxBytes, DiffMaxLines: int(cfg.DiffMaxLines), DiffCacheBytes: cfg.DiffCacheBytes},
@@ -116,19 +116,24 @@ func (m *Main) Open(ctx context.Context) error {
 	m.jobs.start()
 
 	m.server = api.New(api.Config{
-		Logger:         m.Logger,
-		Checks:         checks,
-		Gatherer:       m.registry,
-		Registerer:     m.registry,
-		MetricsToken:   cfg.MetricsToken,
-		Tokens:         tokens,
-		Prompts:        m.store,
-		Resolver:       resolver,
-		History:        m.sessions,
-		Releases:       m.releases,
-		Sessions:       m.sessions,
-		Events:         m.events,
-		Idempotency:    idem,
+		Logger:       m.Logger,
+		Checks:       checks,
+		Gatherer:     m.registry,
+		Registerer:   m.registry,
+		MetricsToken: cfg.MetricsToken,
+		Tokens:       tokens,
+		Prompts:      m.store,
+		Resolver:     resolver,
+		History:      m.sessions,
+		Releases:     m.releases,
+		Sessions:     m.sessions,
+		Events:       m.events,
+		Idempotency:  idem,
+		Audit: func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) {
+			return audit.List(ctx, m.db, f)
+		},
+		Locker:         m.locker,
+		Keys:           keys,
 		ImportMaxBytes: cfg.ImportMaxBytes,
 
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
