@@ -53,12 +53,12 @@ type Options struct {
 // Store is the prompt store: versions, env pointers, revocations, the read
 // caches and the pointer resolver. Safe for concurrent use.
 type Store struct {
-	db    *gorm.DB
-	o     Options
-	log   *slog.Logger
-	audit audit.Log
-	snaps *snapshotCache
-	ptrs  *pointerCache
+	db     *gorm.DB
+	o      Options
+	log    *slog.Logger
+	audit  audit.Log
+	snaps  *snapshotCache
+	ptrs   *pointerCache
 	diffs  *diffCache
 	bus    *events.Bus
 	ownBus bool // made by New: closed by Close
