@@ -130,17 +130,19 @@ func New(db *gorm.DB, o Options) *Runtime {
 		ro.Logger = o.Logger
 	}
 	releases := release.New(ro)
-	// New sessions are pinned to what the release arm (or the pointer)
-	// gives; resolving a session's prompt puts its pin in front of that.
+	// The resolver chain, each a decorator of the next: session pin ->
+	// release arm -> env pointer. New sessions are pinned to what the arm
+	// (or the pointer) gives.
+	arm := release.Resolver{S: releases, Next: store}
 	so := o.Sessions
 	so.Store, so.DB, so.Bus, so.Locker, so.Keys, so.Instance = store, db, bus, o.Locker, o.Keys, o.Instance
-	so.Resolver, so.Events = releases, batcher
+	so.Resolver, so.Events = arm, batcher
 	if so.Logger == nil {
 		so.Logger = o.Logger
 	}
 	sessions := session.New(so)
 	return &Runtime{Prompts: store, Releases: releases, Sessions: sessions, Events: batcher,
-		Resolver: session.Resolver{S: sessions, Next: releases}, Bus: bus, db: db}
+		Resolver: session.Resolver{S: sessions, Next: arm}, Bus: bus, db: db}
 }
 
 // Open opens the database of cfg, migrates it and builds the services;

@@ -27,18 +27,20 @@ type promptResponse struct {
 	RepinnedFrom *int               `json:"repinned_from"`
 }
 
-// resolveRequest reads and checks the caller's identifiers. A session_id
-// is resolved by the configured resolver (session pin first); without a
-// History (no sessions wired) it is 404 session_not_found.
+// resolveRequest reads the caller's identifiers; the prompt store checks
+// them, once (ResolvePrompt and Assemble validate the request). A
+// session_id is resolved by the configured resolver (session pin first);
+// without a History (no sessions wired) it is 404 session_not_found.
 func (s *Server) resolveRequest(c echo.Context, userID, sessionID string) (promptstore.Request, error) {
-	agent, env, err := envPath(c)
+	agent, err := param(c, "agent")
+	if err != nil {
+		return promptstore.Request{}, err
+	}
+	env, err := param(c, "env")
 	if err != nil {
 		return promptstore.Request{}, err
 	}
 	req := promptstore.Request{Agent: agent, Env: env, UserID: userID, SessionID: sessionID}
-	if err := promptstore.ValidateRequest(req); err != nil {
-		return req, err
-	}
 	if sessionID != "" && s.cfg.History == nil {
 		return req, Errorf(CodeSessionNotFound, "no session %s", sessionID)
 	}

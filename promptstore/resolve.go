@@ -33,6 +33,12 @@ type Resolution struct {
 	Release      *Trace `json:"release"`
 	Pinned       bool   `json:"pinned"`
 	RepinnedFrom *int   `json:"repinned_from"`
+
+	// What the env pointer says besides its version, for the resolvers
+	// that decorate it (a release arm, a session pin); never serialised.
+	// Revoked is the pointer's own set: read it, never change it.
+	ActiveReleaseID string       `json:"-"`
+	Revoked         map[int]bool `json:"-"`
 }
 
 // Resolver decides who gets which version. The prompt store's own resolver
@@ -88,7 +94,7 @@ func (s *Store) Resolve(ctx context.Context, req Request) (Resolution, error) {
 	if err != nil {
 		return Resolution{}, err
 	}
-	return Resolution{Agent: req.Agent, Env: req.Env, Version: st.Version}, nil
+	return Resolution{Agent: req.Agent, Env: req.Env, Version: st.Version, ActiveReleaseID: st.ActiveReleaseID, Revoked: st.Revoked}, nil
 }
 
 // Prompt is a resolved version with its snapshot.

@@ -8,21 +8,24 @@ import (
 	"github.com/promptd/promptd/promptstore"
 )
 
-// Resolve puts the active release's arm in front of the env pointer:
-// bucket = murmur3("<release_id>:<key>") mod 10000, candidate iff bucket <
-// basis points; key is the user id (the session id for session stickiness
-// or when there is no user id); no key: baseline. With warm caches it
-// makes no network call.
-func (s *Service) Resolve(ctx context.Context, req promptstore.Request) (promptstore.Resolution, error) {
-	st, err := s.store.Pointer(ctx, req.Agent, req.Env)
-	if err != nil {
-		return promptstore.Resolution{}, err
+// Resolver puts the active release's arm in front of Next (the env
+// pointer): bucket = murmur3("<release_id>:<key>") mod 10000, candidate
+// iff bucket < basis points; key is the user id (the session id for
+// session stickiness or when there is no user id); no key: baseline. The
+// release is the one Next's resolution names (the pointer row's
+// active_release_id). With warm caches it makes no network call.
+type Resolver struct {
+	S    *Service
+	Next promptstore.Resolver
+}
+
+// Resolve implements promptstore.Resolver.
+func (r Resolver) Resolve(ctx context.Context, req promptstore.Request) (promptstore.Resolution, error) {
+	res, err := r.Next.Resolve(ctx, req)
+	if err != nil || res.ActiveReleaseID == "" {
+		return res, err
 	}
-	res := promptstore.Resolution{Agent: req.Agent, Env: req.Env, Version: st.Version}
-	if st.ActiveReleaseID == "" {
-		return res, nil
-	}
-	rel, err := s.active(ctx, st.ActiveReleaseID)
+	rel, err := r.S.active(ctx, res.ActiveReleaseID)
 	if err != nil || !rel.State.Active() {
 		// SQL down with a cold cache, or a release that just ended and
 		// whose pointer event is on its way: the pointer's version is the
@@ -33,12 +36,18 @@ func (s *Service) Resolve(ctx context.Context, req promptstore.Request) (prompts
 		return res, nil
 	}
 	arm, version, bucket := Arm(rel, req.UserID, req.SessionID)
-	if version == rel.CandidateVersion && st.Revoked[version] {
+	if version == rel.CandidateVersion && res.Revoked[version] {
 		arm, version = "baseline", rel.BaselineVersion
 	}
 	res.Version = version
 	res.Release = &promptstore.Trace{ID: rel.ID, Arm: arm, Bucket: bucket, Percent: rel.Percent}
 	return res, nil
+}
+
+// Resolve is Resolver{S: s, Next: the store's env pointer}: the release
+// arm in front of the pointer.
+func (s *Service) Resolve(ctx context.Context, req promptstore.Request) (promptstore.Resolution, error) {
+	return Resolver{S: s, Next: s.store}.Resolve(ctx, req)
 }
 
 // Arm buckets a caller into a release: the arm, its version and the

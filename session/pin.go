@@ -77,16 +77,15 @@ func (r Resolver) Resolve(ctx context.Context, req promptstore.Request) (prompts
 	if p.user != "" {
 		req.UserID = p.user // the session's user wins
 	}
-	st, err := r.S.store.Pointer(ctx, req.Agent, req.Env)
-	if err != nil {
-		return promptstore.Resolution{}, err
-	}
-	if !st.Revoked[p.version] {
-		return promptstore.Resolution{Agent: req.Agent, Env: req.Env, Version: p.version, Pinned: true}, nil
-	}
+	// Next (release arm -> env pointer) says what the caller would get
+	// now and which versions the env revoked.
 	res, err := r.Next.Resolve(ctx, req)
 	if err != nil {
 		return promptstore.Resolution{}, err
+	}
+	if !res.Revoked[p.version] {
+		return promptstore.Resolution{Agent: req.Agent, Env: req.Env, Version: p.version, Pinned: true,
+			ActiveReleaseID: res.ActiveReleaseID, Revoked: res.Revoked}, nil
 	}
 	now, err := r.S.repin(ctx, req.SessionID, p, res.Version)
 	if err != nil {
