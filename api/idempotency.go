@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/promptstore"
@@ -96,6 +97,7 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Response().Writer = tee
 
 		if err := next(c); err != nil {
+			st.stored = nil // recorded by a transaction that rolled back, if any
 			if !storable(problemFor(err).Status()) {
 				rec, lerr := store.Lookup(context.WithoutCancel(ctx), k)
 				switch {
@@ -132,7 +134,9 @@ func storable(status int) bool {
 
 // onCommit returns the context of a write whose result T is answered with
 // status and body(T). With an Idempotency-Key the answer is rendered and
-// recorded inside the write's own transaction; send then writes those
+// recorded inside the write's own transaction, by a hook typed for T: a
+// write whose result is of another type fails (sqlstore.ErrHookType)
+// rather than committing without its record. send then writes those
 // bytes.
 func onCommit[T any](s *Server, c echo.Context, status int, body func(T) any) context.Context {
 	ctx := c.Request().Context()
@@ -140,18 +144,18 @@ func onCommit[T any](s *Server, c echo.Context, status int, body func(T) any) co
 	if st == nil {
 		return ctx
 	}
-	hook := s.cfg.Idempotency.Hook(st.key, func(result any) (idempotency.Response, bool, error) {
-		v, ok := result.(T)
-		if !ok {
-			return idempotency.Response{}, false, nil
-		}
-		b, err := encodeJSON(body(v))
+	return sqlstore.OnCommit(ctx, func(ctx context.Context, tx *gorm.DB, result T) error {
+		b, err := encodeJSON(body(result))
 		if err != nil {
-			return idempotency.Response{}, false, err
+			return err
 		}
-		return idempotency.Response{Status: status, ContentType: echo.MIMEApplicationJSON, Body: b}, true, nil
-	}, func(r idempotency.Response) { st.stored = &r })
-	return sqlstore.WithCommitHook(ctx, hook)
+		r := idempotency.Response{Status: status, ContentType: echo.MIMEApplicationJSON, Body: b}
+		if err := s.cfg.Idempotency.Insert(ctx, tx, st.key, r); err != nil {
+			return err
+		}
+		st.stored = &r // the last run is the committed one: a write that fails does not answer with it
+		return nil
+	})
 }
 
 // replay answers with a stored outcome.

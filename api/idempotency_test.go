@@ -3,12 +3,14 @@ package api_test
 import (
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 const versionsPath = "/v1/agents/support/versions"
@@ -219,6 +221,74 @@ func TestIdempotency_concurrentRepeats_acrossInstances(t *testing.T) {
 		}
 		if c := instances[0].counts(); c.versions != 3 {
 			t.Fatalf("%d versions, want 3", c.versions)
+		}
+	})
+}
+
+// refuseIdempotencyRecords makes every insert into idempotency_keys fail,
+// as a database error inside whatever transaction runs it.
+func (a *app) refuseIdempotencyRecords() {
+	a.t.Helper()
+	ddl := `CREATE TRIGGER idem_refused BEFORE INSERT ON idempotency_keys BEGIN SELECT RAISE(ABORT, 'idempotency record refused'); END`
+	if sqlstore.Dialect(a.db) == sqlstore.MySQL {
+		ddl = `CREATE TRIGGER idem_refused BEFORE INSERT ON idempotency_keys FOR EACH ROW
+			SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'idempotency record refused'`
+	}
+	if err := a.db.Exec(ddl).Error; err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+// rows is what a write can change: row counts and revisions of every
+// table an idempotent route writes.
+func (a *app) rows() string {
+	a.t.Helper()
+	var out []string
+	for _, q := range []string{
+		"COUNT(*) FROM prompt_agents", "COALESCE(SUM(latest_version), 0) FROM prompt_agents", "COUNT(*) FROM prompt_versions",
+		"COUNT(*) FROM prompt_env_pointers", "COALESCE(SUM(revision), 0) FROM prompt_env_pointers", "COUNT(*) FROM prompt_pointer_moves",
+		"COUNT(*) FROM releases", "COUNT(*) FROM release_history",
+		"COUNT(*) FROM sessions", "COALESCE(SUM(revision), 0) FROM sessions", "COUNT(*) FROM session_turns",
+		"COUNT(*) FROM session_state", "COALESCE(SUM(revision), 0) FROM session_state",
+		"COUNT(*) FROM audit_events", "COUNT(*) FROM idempotency_keys",
+	} {
+		var n int64
+		if err := a.db.Raw("SELECT " + q).Scan(&n).Error; err != nil {
+			a.t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%s = %d", q, n))
+	}
+	return strings.Join(out, "\n")
+}
+
+// Every route that takes an Idempotency-Key records its answer in the
+// write's own transaction: when the record cannot be written, neither is
+// the write (and nothing is answered as if it were).
+func TestIdempotency_whenTheRecordFails_everyIdempotentWriteRollsBack(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, a *app) {
+		a.withVersions(2)
+		a.createSession("s1", "")
+		a.ok(a.do("PUT", "/v1/sessions/s1/state/taken", runtime, `{"value": 1, "expected_revision": 0}`), 200)
+		a.refuseIdempotencyRecords()
+		for _, w := range []struct{ method, path, token, body string }{
+			{"POST", versionsPath, admin, `{"base_version": 2, "config": {"system": "v3"}}`},
+			{"POST", "/v1/import", admin, `{"mode": "partial", "items": [{"agent": "support", "base_version": 2, "config": {"system": "v3"}},
+				{"agent": "billing", "base_version": 0, "config": {"system": "b1"}}]}`},
+			{"POST", releasesPath, admin, `{"candidate_version": 2, "percent": 5}`},
+			{"POST", "/v1/sessions", runtime, `{"session_id": "s2", "agent": "support", "env": "prod"}`},
+			{"POST", "/v1/sessions", runtime, `{"agent": "support", "env": "prod"}`},
+			{"POST", "/v1/sessions/s1/turns", runtime, `{"expected_revision": 0, "turns": [{"role": "user", "content": "hello"}]}`},
+			{"PUT", "/v1/sessions/s1/state/k", runtime, `{"value": {"a": 1}, "expected_revision": 0}`},
+			{"PUT", "/v1/sessions/s1/state/taken", runtime, `{"value": 2, "expected_revision": 1}`},
+		} {
+			before := a.rows()
+			rec := a.do(w.method, w.path, w.token, w.body, "Idempotency-Key", "refused")
+			if rec.Code != 500 || !strings.Contains(rec.Body.String(), `"code":"internal"`) {
+				t.Errorf("%s %s = %d %s, want 500 internal", w.method, w.path, rec.Code, rec.Body)
+			}
+			if after := a.rows(); after != before {
+				t.Errorf("%s %s wrote without its idempotency record:\nbefore\n%s\nafter\n%s", w.method, w.path, before, after)
+			}
 		}
 	})
 }

@@ -32,10 +32,17 @@ func Example() {
 		end, _ := store.Begin(key)
 		defer end()
 		var answer []byte
-		hook := store.Hook(key, func(result any) (idempotency.Response, bool, error) {
-			return idempotency.Response{Status: 201, ContentType: "application/json", Body: []byte(result.(string))}, true, nil
-		}, func(r idempotency.Response) { answer = r.Body })
-		_, _ = sqlstore.Transact(sqlstore.WithCommitHook(ctx, hook), db, func(tx *gorm.DB) (string, error) {
+		// The answer is recorded by a hook typed for the write's result,
+		// inside the write's transaction.
+		wctx := sqlstore.OnCommit(ctx, func(ctx context.Context, tx *gorm.DB, result string) error {
+			r := idempotency.Response{Status: 201, ContentType: "application/json", Body: []byte(result)}
+			if err := store.Insert(ctx, tx, key, r); err != nil {
+				return err
+			}
+			answer = r.Body
+			return nil
+		})
+		_, _ = sqlstore.Transact(wctx, db, func(tx *gorm.DB) (string, error) {
 			return `{"id":1}`, nil // the write itself
 		})
 		return fmt.Sprintf("created 201 %s", answer)

@@ -153,8 +153,9 @@ func (s *Store) Lookup(ctx context.Context, k Key) (*Response, error) {
 }
 
 // Insert records r for k within tx, the transaction of the write r
-// answers. An expired record of the scope is replaced; a live one is
-// ErrExists (the caller rolls back and replays it).
+// answers (call it from the write's sqlstore.OnCommit hook). An expired
+// record of the scope is replaced; a live one is ErrExists (the caller
+// rolls back and replays it).
 func (s *Store) Insert(ctx context.Context, tx *gorm.DB, k Key, r Response) error {
 	now := s.now().UnixMilli()
 	if err := tx.WithContext(ctx).Exec(`DELETE FROM `+table+` WHERE scope = ? AND expires_at_ms <= ?`, k.Scope, now).Error; err != nil {
@@ -168,30 +169,11 @@ func (s *Store) Insert(ctx context.Context, tx *gorm.DB, k Key, r Response) erro
 	return sqlstore.Translate(err)
 }
 
-// Hook returns a commit hook that records the answer to a write in the
-// write's transaction. render turns the write's result into the answer;
-// ok false means the result is not the one the hook is for (another
-// transaction of the same request), and nothing is recorded. stored is
-// called with the recorded answer, which the caller then sends as is.
-func (s *Store) Hook(k Key, render func(result any) (r Response, ok bool, err error), stored func(Response)) sqlstore.CommitHook {
-	return func(ctx context.Context, tx *gorm.DB, result any) error {
-		r, ok, err := render(result)
-		if err != nil || !ok {
-			return err
-		}
-		if err := s.Insert(ctx, tx, k, r); err != nil {
-			return err
-		}
-		stored(r)
-		return nil
-	}
-}
-
 // Save records r for k in a transaction of its own (outcomes that wrote
 // nothing, such as validation errors). When a live record already exists
 // it is kept and Save reports success.
 func (s *Store) Save(ctx context.Context, k Key, r Response) error {
-	_, err := sqlstore.Transact(ctx, s.db, func(tx *gorm.DB) (struct{}, error) {
+	_, err := sqlstore.Transact(sqlstore.WithoutCommitHooks(ctx), s.db, func(tx *gorm.DB) (struct{}, error) {
 		return struct{}{}, s.Insert(ctx, tx, k, r)
 	})
 	if errors.Is(err, ErrExists) {

@@ -111,14 +111,17 @@ func TestStore_recordsInTheWritesTransaction_andReplays(t *testing.T) {
 		}
 		// A write that fails after the hook ran leaves no record.
 		var stored *idempotency.Response
-		hook := s.Hook(k, func(result any) (idempotency.Response, bool, error) {
-			n, ok := result.(int)
-			if !ok {
-				return idempotency.Response{}, false, nil
+		record := func(k idempotency.Key) func(ctx context.Context, tx *gorm.DB, n int) error {
+			return func(ctx context.Context, tx *gorm.DB, n int) error {
+				r := idempotency.Response{Status: 201, ContentType: "application/json", Body: []byte{byte('0' + n)}}
+				if err := s.Insert(ctx, tx, k, r); err != nil {
+					return err
+				}
+				stored = &r
+				return nil
 			}
-			return idempotency.Response{Status: 201, ContentType: "application/json", Body: []byte{byte('0' + n)}}, true, nil
-		}, func(r idempotency.Response) { stored = &r })
-		hctx := sqlstore.WithCommitHook(ctx, hook)
+		}
+		hctx := sqlstore.OnCommit(ctx, record(k))
 		boom := errors.New("boom")
 		_, err := sqlstore.Transact(hctx, db, func(tx *gorm.DB) (int, error) { return 1, nil })
 		if err != nil || stored == nil || string(stored.Body) != "1" {
@@ -128,24 +131,32 @@ func TestStore_recordsInTheWritesTransaction_andReplays(t *testing.T) {
 		if err != nil || r == nil || r.Status != 201 || string(r.Body) != "1" || r.ContentType != "application/json" {
 			t.Fatalf("Lookup after = %+v, %v", r, err)
 		}
-		// A second record for the key loses: the whole write rolls back.
-		_, err = sqlstore.Transact(hctx, db, func(tx *gorm.DB) (int, error) { return 2, nil })
+		// A second record for the key (another request's hook) loses: the
+		// whole write rolls back.
+		_, err = sqlstore.Transact(sqlstore.OnCommit(ctx, record(k)), db, func(tx *gorm.DB) (int, error) { return 2, nil })
 		if !errors.Is(err, idempotency.ErrExists) {
 			t.Fatalf("second hooked write: %v", err)
 		}
-		// Results of another type are not recorded.
-		if _, err := sqlstore.Transact(hctx, db, func(tx *gorm.DB) (string, error) { return "x", nil }); err != nil {
+		// A result of another type than the hook's is a programming error,
+		// never a write without its record.
+		k2 := idempotency.NewKey("ops", "POST", "/v1/agents/a/versions", nil, "k2", "h")
+		h2 := sqlstore.OnCommit(ctx, record(k2))
+		if _, err := sqlstore.Transact(h2, db, func(tx *gorm.DB) (string, error) { return "x", nil }); !errors.Is(err, sqlstore.ErrHookType) {
 			t.Fatalf("other result type: %v", err)
 		}
-		k2 := idempotency.NewKey("ops", "POST", "/v1/agents/a/versions", nil, "k2", "h")
-		h2 := sqlstore.WithCommitHook(ctx, s.Hook(k2, func(any) (idempotency.Response, bool, error) {
-			return created, true, nil
-		}, func(idempotency.Response) {}))
 		if _, err := sqlstore.Transact(h2, db, func(tx *gorm.DB) (int, error) { return 0, boom }); !errors.Is(err, boom) {
 			t.Fatal(err)
 		}
 		if r, _ := s.Lookup(ctx, k2); r != nil {
 			t.Fatalf("a failed write left a record: %+v", r)
+		}
+		// Save is a transaction of its own, whatever its context carries.
+		k3 := idempotency.NewKey("ops", "POST", "/v1/agents/a/versions", nil, "k3", "h")
+		if err := s.Save(h2, k3, created); err != nil {
+			t.Fatalf("Save with a hooked context: %v", err)
+		}
+		if r, _ := s.Lookup(ctx, k2); r != nil {
+			t.Fatalf("Save ran the write's hook: %+v", r)
 		}
 
 		// The same key with another body is reused.
@@ -174,8 +185,8 @@ func TestStore_recordsInTheWritesTransaction_andReplays(t *testing.T) {
 			t.Fatalf("Save replaced a live record: %+v", r)
 		}
 		clk.add(time.Hour)
-		n, err := s.Sweep(ctx)
-		if err != nil || n != 1 {
+		n, err := s.Sweep(ctx) // other's record and k3's
+		if err != nil || n != 2 {
 			t.Fatalf("Sweep = %d, %v", n, err)
 		}
 		var left int64
