@@ -14,6 +14,7 @@ import (
 
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/session"
@@ -56,9 +57,12 @@ type Config struct {
 	Releases *release.Service
 	// Sessions serves the session routes; nil: they answer 500 internal.
 	Sessions *session.Service
+	// Leases serves the generic lease routes; nil means a service over
+	// Prompts' locker and keys whose events go to Events.
+	Leases *leases.Service
 	// Events receives the generic lease events (lease.acquired,
-	// lease.released, lease.renew_failed), written asynchronously; nil
-	// drops them.
+	// lease.released, lease.renew_failed) of the default Leases, written
+	// asynchronously; nil drops them.
 	Events *audit.Batcher
 	// Idempotency records the outcomes of requests with an
 	// Idempotency-Key; nil means a store over Prompts' database with the
@@ -165,6 +169,9 @@ func New(cfg Config) *Server {
 		}
 		if cfg.Idempotency == nil {
 			cfg.Idempotency = idempotency.New(cfg.Prompts.DB(), idempotency.Options{})
+		}
+		if cfg.Leases == nil {
+			cfg.Leases = leases.New(leases.Options{Locker: cfg.Prompts.Locker(), Keys: cfg.Prompts.Keys(), Events: cfg.Events})
 		}
 		if cfg.Audit == nil {
 			db := cfg.Prompts.DB()
