@@ -29,6 +29,7 @@ import (
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/events"
+	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
@@ -83,6 +84,9 @@ type Runtime struct {
 	Prompts  *promptstore.Store
 	Releases *release.Service
 	Sessions *session.Service
+	// Leases holds generic leases on business resources (an order, a
+	// machine) over the same lock service.
+	Leases *leases.Service
 	// Events writes lease events and rejected writes in batches.
 	Events *audit.Batcher
 	// Resolver decides who gets which version: session pin -> release arm
@@ -142,6 +146,7 @@ func New(db *gorm.DB, o Options) *Runtime {
 	}
 	sessions := session.New(so)
 	return &Runtime{Prompts: store, Releases: releases, Sessions: sessions, Events: batcher,
+		Leases:   leases.New(leases.Options{Locker: o.Locker, Keys: o.Keys, Events: batcher}),
 		Resolver: session.Resolver{S: sessions, Next: arm}, Bus: bus, db: db}
 }
 

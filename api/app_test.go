@@ -21,6 +21,7 @@ import (
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
@@ -92,8 +93,7 @@ func newAppWith(t *testing.T, db *gorm.DB, o promptstore.Options, mod ...func(*a
 		Releases:    rt.Releases,
 		Sessions:    rt.Sessions,
 		Events:      rt.Events,
-		Locker:      locker,
-		Keys:        keys,
+		Leases:      leases.New(leases.Options{Locker: locker, Keys: keys, Events: rt.Events}),
 		Idempotency: idempotency.New(db, idempotency.Options{}),
 		Audit:       func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) { return audit.List(ctx, db, f) },
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/promptd/promptd/api/idempotency"
+	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
@@ -251,9 +252,9 @@ func coordinationProblem(err error) *Error {
 		trans *release.InvalidTransition
 		sf    *locks.StaleFenceError
 		lh    *session.LeaseHeld
-		hr    *heldResources
+		hr    *leases.HeldError
 		held  *locks.HeldError
-		lost  *resourcesLost
+		lost  *leases.LostError
 	)
 	switch {
 	case errors.As(err, &e):
@@ -268,18 +269,20 @@ func coordinationProblem(err error) *Error {
 			"fence %d is not the session's current fence %d: the lease was taken over", sf.Fence, sf.Current)}).With("current_fence", sf.Current)
 	case errors.As(err, &lh):
 		return leaseHeld(err, lh.Holder, lh.ExpiresAt)
-	case errors.As(err, &hr):
-		p := leaseHeld(err, hr.held.Conflicts[0].Holder, hr.held.Conflicts[0].ExpiresAt)
-		conflicts := make([]map[string]any, len(hr.held.Conflicts))
-		for i, c := range hr.held.Conflicts {
-			conflicts[i] = map[string]any{"resource": hr.resources[c.Key], "holder": c.Holder, "expires_at": timestamp(c.ExpiresAt)}
+	case errors.As(err, &hr) && len(hr.Conflicts) > 0:
+		p := leaseHeld(err, hr.Conflicts[0].Holder, hr.Conflicts[0].ExpiresAt)
+		conflicts := make([]map[string]any, len(hr.Conflicts))
+		for i, c := range hr.Conflicts {
+			conflicts[i] = map[string]any{"resource": c.Resource, "holder": c.Holder, "expires_at": timestamp(c.ExpiresAt)}
 		}
 		return p.With("conflicts", conflicts)
 	case errors.As(err, &held) && len(held.Conflicts) > 0:
 		return leaseHeld(err, held.Conflicts[0].Holder, held.Conflicts[0].ExpiresAt)
 	case errors.As(err, &lost):
 		return (&Error{Code: "lease_lost", Err: err, Detail: "the lease no longer holds some of its resources (expired or taken over)"}).
-			With("resources", lost.resources)
+			With("resources", lost.Resources)
+	case errors.Is(err, leases.ErrNotFound):
+		return &Error{Code: "lease_not_found", Detail: "no such lease: a lease_id is the one POST /v1/leases answered", Err: err}
 	case errors.Is(err, session.ErrLeaseLost):
 		return &Error{Code: "lease_lost", Detail: "the token is not the lease's current token (expired, released or taken over)", Err: err}
 	case errors.Is(err, session.ErrNotFound):

@@ -18,6 +18,7 @@ import (
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/session"
@@ -75,7 +76,7 @@ func FuzzWriteEndpoints(f *testing.F) {
 	f.Cleanup(func() { _ = rt.Close() })
 	store, sessions := rt.Prompts, rt.Sessions
 	h := api.New(api.Config{Logger: logger, Tokens: testTokens, Prompts: store, Resolver: rt.Resolver,
-		History: sessions, Releases: rt.Releases, Sessions: sessions, Events: rt.Events, Locker: locker,
+		History: sessions, Releases: rt.Releases, Sessions: sessions, Events: rt.Events, Leases: leases.New(leases.Options{Locker: locker, Events: rt.Events}),
 		Idempotency: idempotency.New(db, idempotency.Options{}),
 		Audit:       func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) { return audit.List(ctx, db, f) }}).Handler()
 	ctx := audit.WithActor(context.Background(), "fuzz")

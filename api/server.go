@@ -14,6 +14,7 @@ import (
 
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
@@ -57,14 +58,13 @@ type Config struct {
 	Releases *release.Service
 	// Sessions serves the session routes; nil: they answer 500 internal.
 	Sessions *session.Service
+	// Leases serves the generic lease routes; nil means an in-memory one
+	// (one process) whose events go to Events.
+	Leases *leases.Service
 	// Events receives the generic lease events (lease.acquired,
-	// lease.released, lease.renew_failed), written asynchronously; nil
-	// drops them.
+	// lease.released, lease.renew_failed) of the default Leases, written
+	// asynchronously; nil drops them.
 	Events *audit.Batcher
-	// Locker holds the generic leases of /v1/leases; Keys builds their
-	// keys. Nil Locker: those routes answer 500 internal.
-	Locker locks.Locker
-	Keys   locks.Keys
 	// Idempotency records the outcomes of requests with an
 	// Idempotency-Key (required with Prompts).
 	Idempotency *idempotency.Store
@@ -170,6 +170,11 @@ func New(cfg Config) *Server {
 		if cfg.Idempotency == nil || cfg.Audit == nil {
 			panic("api: Config.Idempotency and Config.Audit are required with Config.Prompts")
 		}
+	}
+	if cfg.Leases == nil {
+		// One process: generic leases in memory (cmd/promptd passes the
+		// Redis-backed service every replica shares).
+		cfg.Leases = leases.New(leases.Options{Locker: locks.NewMemory(locks.Options{}), Events: cfg.Events})
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true

@@ -589,4 +589,6 @@ func runSuite(t *testing.T, mk func(t *testing.T, prefix string) (locks.Backend,
 			t.Fatalf("acquire after Close: %v", err)
 		}
 	})
+
+	runExclusiveSuite(t, mk)
 }

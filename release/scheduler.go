@@ -8,25 +8,35 @@ import (
 	"github.com/promptd/promptd/locks"
 )
 
+// StepsJob names the cluster-singleton job that applies due steps: its
+// lock key is locks.Keys.Job(StepsJob).
+const StepsJob = "release-steps"
+
+// stepsLeaseTTL is how long a replica that died mid-run keeps the others
+// from the steps job; a live one keeps its lease alive.
+const stepsLeaseTTL = 30 * time.Second
+
 // RunDueSteps applies every scheduled step that is due. It is a
-// cluster-singleton job: it takes a lease on the job key for the run (and
-// returns at once if another replica holds it), and each step is applied
-// with the release row's revision and step-index conditions, so a step is
-// applied exactly once even if two replicas race.
+// cluster-singleton job (locks.RunExclusive on the StepsJob key): when
+// another replica holds the job's lease it returns at once, and the run
+// stops when ctx ends or the lease is lost. Each step is applied with the
+// release row's revision and step-index conditions, so a step is applied
+// exactly once even if two replicas race; that is also why the job runs
+// without its lease when the lock store is unavailable.
 func (s *Service) RunDueSteps(ctx context.Context) (applied int, err error) {
-	key, _ := s.o.Keys.Job("release-steps")
-	lease, err := s.o.Locker.Acquire(ctx, key, 30*time.Second)
-	switch {
-	case errors.Is(err, locks.ErrHeld):
-		return 0, nil
-	case errors.Is(err, locks.ErrUnavailable):
-		// Without Redis the revision conditions alone keep steps single.
-	case err != nil:
+	key, err := s.o.Keys.Job(StepsJob)
+	if err != nil {
 		return 0, err
-	default:
-		defer lease.Release(context.WithoutCancel(ctx))
-		ctx = lease.Context()
 	}
+	_, err = locks.RunExclusive(ctx, s.o.Locker, key, stepsLeaseTTL, func(ctx context.Context) (err error) {
+		applied, err = s.runDueSteps(ctx)
+		return err
+	}, locks.RunUnlockedIfUnavailable())
+	return applied, err
+}
+
+// runDueSteps is one run of the steps job.
+func (s *Service) runDueSteps(ctx context.Context) (applied int, err error) {
 	sctx, cancel := context.WithTimeout(ctx, s.o.SQLTimeout)
 	var due []struct {
 		ID, Agent, Env string

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"gorm.io/gorm"
@@ -12,22 +11,35 @@ import (
 	"github.com/promptd/promptd/sqlstore"
 )
 
+// SweepJob names the cluster-singleton job that sweeps sessions: its lock
+// key is locks.Keys.Job(SweepJob).
+const SweepJob = "session-sweep"
+
+// sweepLeaseTTL is how long a replica that died mid-run keeps the others
+// from the sweep; a live one keeps its lease alive.
+const sweepLeaseTTL = time.Minute
+
 // Sweep closes sessions idle past their TTL and deletes closed sessions
-// past the retention. It is a cluster-singleton job: one replica runs it at
-// a time (a lease per run), and each close is conditional on the revision
-// it read, so a session written meanwhile stays open.
+// past the retention. It is a cluster-singleton job (locks.RunExclusive on
+// the SweepJob key): one replica runs it at a time, a replica that finds
+// the lease held returns at once, and the run stops when ctx ends or the
+// lease is lost. Each close is conditional on the revision it read, so a
+// session written meanwhile stays open; that is also why the sweep runs
+// without its lease when the lock store is unavailable.
 func (s *Service) Sweep(ctx context.Context) (closed, deleted int, err error) {
-	key, _ := s.o.Keys.Job("session-sweeper")
-	lease, err := s.o.Locker.Acquire(ctx, key, time.Minute)
-	switch {
-	case errors.Is(err, locks.ErrHeld):
-		return 0, 0, nil
-	case errors.Is(err, locks.ErrUnavailable):
-	case err != nil:
+	key, err := s.o.Keys.Job(SweepJob)
+	if err != nil {
 		return 0, 0, err
-	default:
-		defer lease.Release(context.WithoutCancel(ctx))
 	}
+	_, err = locks.RunExclusive(ctx, s.o.Locker, key, sweepLeaseTTL, func(ctx context.Context) (err error) {
+		closed, deleted, err = s.sweep(ctx)
+		return err
+	}, locks.RunUnlockedIfUnavailable())
+	return closed, deleted, err
+}
+
+// sweep is one run of the sweep job.
+func (s *Service) sweep(ctx context.Context) (closed, deleted int, err error) {
 	sctx, cancel := context.WithTimeout(ctx, 6*s.o.SQLTimeout)
 	defer cancel()
 	db := s.db.WithContext(sctx)

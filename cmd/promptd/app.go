@@ -17,6 +17,7 @@ import (
 	"github.com/promptd/promptd/api"
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
@@ -127,13 +128,12 @@ func (m *Main) Open(ctx context.Context) error {
 		History:      m.sessions,
 		Releases:     m.releases,
 		Sessions:     m.sessions,
+		Leases:       leases.New(leases.Options{Locker: m.locker, Keys: keys, Events: m.events}),
 		Events:       m.events,
 		Idempotency:  idem,
 		Audit: func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) {
 			return audit.List(ctx, m.db, f)
 		},
-		Locker:         m.locker,
-		Keys:           keys,
 		ImportMaxBytes: cfg.ImportMaxBytes,
 
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,

@@ -70,8 +70,9 @@ func (s *scheduler) everyInstance(name string, every time.Duration, job func(con
 }
 
 // singleton runs job every period on one instance at a time: each run
-// takes the job's lease (locks.Keys.Job) without waiting, and skips when
-// another replica holds it. The run's context ends if the lease is lost.
+// goes through locks.RunExclusive on the job's key (locks.Keys.Job(name)),
+// skipped when another replica holds it. The run's context ends if the
+// lease is lost, at stop, or after jobTimeout.
 func (s *scheduler) singleton(name string, every time.Duration, job func(context.Context) error) {
 	key, err := s.keys.Job(name)
 	if err != nil {
@@ -81,22 +82,25 @@ func (s *scheduler) singleton(name string, every time.Duration, job func(context
 }
 
 // runSingleton is one run of a singleton job; ran reports whether this
-// instance ran it.
+// instance ran it. The lease outlives the job's timeout, so it is never
+// lost to its TTL while the run is within its time.
 func (s *scheduler) runSingleton(name, key string, job func(context.Context) error) (ran bool) {
-	lease, err := s.locker.Acquire(s.ctx, key, jobTimeout+10*time.Second)
-	if err != nil {
-		if !errors.Is(err, locks.ErrHeld) && s.ctx.Err() == nil {
-			s.log.Warn("job lease not obtained; skipping this run", "job", name, "err", err)
+	ran, err := locks.RunExclusive(s.ctx, s.locker, key, jobTimeout+10*time.Second, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, jobTimeout)
+		defer cancel()
+		if err := job(ctx); err != nil && ctx.Err() == nil {
+			return err
 		}
-		return false
-	}
-	defer func() { _ = lease.Release(context.WithoutCancel(s.ctx)) }()
-	ctx, cancel := context.WithTimeout(lease.Context(), jobTimeout)
-	defer cancel()
-	if err := job(ctx); err != nil && ctx.Err() == nil {
+		return nil // cut short by the timeout, stop or a lost lease: the next run continues
+	})
+	switch {
+	case err == nil || s.ctx.Err() != nil:
+	case !ran:
+		s.log.Warn("job lease not obtained; skipping this run", "job", name, "err", err)
+	default:
 		s.log.Warn("job failed", "job", name, "err", err)
 	}
-	return true
+	return ran
 }
 
 func (s *scheduler) start() { s.cron.Start() }
@@ -134,18 +138,19 @@ func scheduleJobs(s *scheduler, d jobDeps, reconcileEvery time.Duration, log *sl
 	s.singleton("idempotency-sweep", idempotencySweepEvery, sweepIdempotency(d, log))
 	s.singleton("audit-retention", auditRetentionEvery, pruneAudit(d, log))
 	// Release steps due now are applied once across replicas: RunDueSteps
-	// takes its own job lease and applies each step under the release row's
+	// runs under its own job lease (locks.RunExclusive on the job key
+	// release.StepsJob) and applies each step under the release row's
 	// revision and step conditions.
-	s.everyInstance("release-steps", releaseStepsEvery, func(ctx context.Context) error {
+	s.everyInstance(release.StepsJob, releaseStepsEvery, func(ctx context.Context) error {
 		n, err := d.releases.RunDueSteps(ctx)
 		if n > 0 {
 			log.Info("applied release steps", "applied", n)
 		}
 		return err
 	})
-	// Idle sessions are closed and old closed ones deleted; Sweep takes its
-	// own job lease, so one replica runs it at a time.
-	s.everyInstance("session-sweep", sessionSweepEvery, func(ctx context.Context) error {
+	// Idle sessions are closed and old closed ones deleted; Sweep runs under
+	// its own job lease (session.SweepJob), so one replica runs it at a time.
+	s.everyInstance(session.SweepJob, sessionSweepEvery, func(ctx context.Context) error {
 		closed, deleted, err := d.sessions.Sweep(ctx)
 		if closed+deleted > 0 {
 			log.Info("swept sessions", "closed", closed, "deleted", deleted)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"sync/atomic"
@@ -53,6 +54,34 @@ func TestSingletonJob_runsOnOneReplicaAtATime(t *testing.T) {
 	}
 	if runs.Load() != 2 {
 		t.Fatalf("runs = %d", runs.Load())
+	}
+}
+
+// stop cancels the runs in progress, singleton runs included: their
+// context is the lease's and the scheduler's at once.
+func TestSingletonJob_stop_cancelsTheRunInProgress(t *testing.T) {
+	keys := locks.Keys{Prefix: "jobs-stop-test"}
+	m := locks.NewMemory(locks.Options{})
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	s := newScheduler(m, keys, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	key, _ := keys.Job("audit-retention")
+	inside, ended := make(chan struct{}), make(chan error, 1)
+	go s.runSingleton("audit-retention", key, func(ctx context.Context) error {
+		close(inside)
+		select {
+		case <-ctx.Done():
+			ended <- nil
+		case <-time.After(10 * time.Second):
+			ended <- errors.New("the run went on for 10s after stop")
+		}
+		return nil
+	})
+	<-inside
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.stop(ctx)
+	if err := <-ended; err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -1,0 +1,231 @@
+package leases
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/promptstore"
+)
+
+// Limits of a generic lease (API.md, Generic leases).
+const (
+	MaxResources = 16
+	DefaultTTL   = 5 * time.Second
+	MinTTL       = 100 * time.Millisecond
+	MaxTTL       = 60 * time.Second
+	MaxWait      = 30 * time.Second
+)
+
+// Options configure a Service.
+type Options struct {
+	// Locker holds the leases; Keys builds their lock keys
+	// (P:lock:lease:{<resource>}).
+	Locker locks.Locker
+	Keys   locks.Keys
+	// Events receives lease.acquired, lease.released and
+	// lease.renew_failed, written asynchronously; nil drops them.
+	Events *audit.Batcher
+}
+
+// Service grants, renews and releases generic leases.
+type Service struct {
+	o Options
+}
+
+// New returns a Service.
+func New(o Options) *Service { return &Service{o: o} }
+
+// AcquireInput asks for a lease.
+type AcquireInput struct {
+	// Resources are 1..MaxResources resource names (locks.ValidateResource);
+	// duplicates count once.
+	Resources []string
+	// Holder names the holder (1..256 bytes of printable UTF-8).
+	Holder string
+	// TTL is MinTTL..MaxTTL; zero means DefaultTTL.
+	TTL time.Duration
+	// Wait is how long to wait for held resources, 0..MaxWait.
+	Wait time.Duration
+}
+
+// Lease is a granted lease. The token renews and releases it; it never
+// appears in URLs or logs.
+type Lease struct {
+	ID    ID
+	Token string
+	// Fences are the fencing tokens by resource.
+	Fences map[string]int64
+	// ExpiresAt is when the first of its resources expires.
+	ExpiresAt time.Time
+}
+
+// ValidateResources checks the resources of a lease: 1..MaxResources of
+// them (a *promptstore.InvalidError on "resources"), each a valid resource
+// name (a *locks.InvalidIDError on "resources[i]").
+func ValidateResources(resources []string) error {
+	if len(resources) == 0 || len(resources) > MaxResources {
+		return &promptstore.InvalidError{Code: promptstore.CodeInvalidField, Field: "resources",
+			Detail: fmt.Sprintf("resources must name 1..%d resources", MaxResources)}
+	}
+	for i, r := range resources {
+		if err := locks.ValidateResource(fmt.Sprintf("resources[%d]", i), r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateTTL checks a TTL; zero means DefaultTTL.
+func validateTTL(ttl time.Duration) (time.Duration, error) {
+	if ttl == 0 {
+		return DefaultTTL, nil
+	}
+	if ttl < MinTTL || ttl > MaxTTL {
+		return 0, &promptstore.InvalidError{Code: promptstore.CodeInvalidField, Field: "ttl_ms",
+			Detail: fmt.Sprintf("ttl_ms must be %d..%d", MinTTL.Milliseconds(), MaxTTL.Milliseconds())}
+	}
+	return ttl, nil
+}
+
+// Acquire takes every resource or none, in sorted order; on a conflict
+// everything taken is released, and it waits (up to in.Wait) for the
+// blocking resource's release and retries the whole set. One token holds
+// them all. A final conflict is a *HeldError.
+func (s *Service) Acquire(ctx context.Context, in AcquireInput) (*Lease, error) {
+	if err := ValidateResources(in.Resources); err != nil {
+		return nil, err
+	}
+	if err := promptstore.ValidateOpaque("holder", in.Holder); err != nil {
+		return nil, err
+	}
+	ttl, err := validateTTL(in.TTL)
+	if err != nil {
+		return nil, err
+	}
+	if in.Wait < 0 || in.Wait > MaxWait {
+		return nil, &promptstore.InvalidError{Code: promptstore.CodeInvalidField, Field: "wait_ms",
+			Detail: fmt.Sprintf("wait_ms must be 0..%d", MaxWait.Milliseconds())}
+	}
+	resources := slices.Compact(slices.Sorted(slices.Values(in.Resources)))
+	keys, back, err := s.keys(resources)
+	if err != nil {
+		return nil, err
+	}
+	token := locks.NewToken()
+	g, err := s.o.Locker.AcquireAll(ctx, keys, ttl, locks.WithWait(in.Wait), locks.WithoutKeepalive(),
+		locks.WithHolder(in.Holder), locks.WithOwnerToken(token))
+	var held *locks.HeldError
+	switch {
+	case errors.As(err, &held):
+		e := &HeldError{cause: held, Conflicts: make([]Conflict, len(held.Conflicts))}
+		for i, c := range held.Conflicts {
+			e.Conflicts[i] = Conflict{Resource: back[c.Key], Holder: c.Holder, ExpiresAt: c.ExpiresAt}
+		}
+		return nil, e
+	case err != nil:
+		return nil, err
+	}
+	l := &Lease{ID: idOf(resources), Token: token, Fences: make(map[string]int64, len(resources))}
+	for _, m := range g.Leases() {
+		l.Fences[back[m.Key()]] = m.Fence()
+		if e := m.ExpiresAt(); l.ExpiresAt.IsZero() || e.Before(l.ExpiresAt) {
+			l.ExpiresAt = e
+		}
+	}
+	s.event(ctx, "lease.acquired", resources, map[string]any{"holder": in.Holder, "fences": l.Fences, "lease_id": l.ID.String()})
+	return l, nil
+}
+
+// Renew extends every resource of the lease that token still holds by ttl
+// (zero: DefaultTTL) and returns when the first of them expires. If any was
+// lost, the error is a *LostError naming them (the rest stays held until
+// released).
+func (s *Service) Renew(ctx context.Context, id ID, token string, ttl time.Duration) (time.Time, error) {
+	ttl, err := validateTTL(ttl)
+	if err != nil {
+		return time.Time{}, err
+	}
+	keys, back, err := s.keys(id.resources)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var lost []string
+	var expires time.Time
+	for _, k := range keys {
+		exp, err := s.o.Locker.Renew(ctx, k, token, ttl)
+		switch {
+		case errors.Is(err, locks.ErrLeaseLost):
+			lost = append(lost, back[k])
+		case err != nil:
+			return time.Time{}, err
+		case expires.IsZero() || exp.Before(expires):
+			expires = exp
+		}
+	}
+	if len(lost) > 0 {
+		s.event(ctx, "lease.renew_failed", id.resources, map[string]any{"lost": lost})
+		return time.Time{}, &LostError{Resources: lost}
+	}
+	return expires, nil
+}
+
+// Release frees every resource of the lease that token still holds, in
+// reverse order like a group release. If token no longer held some, the
+// error is a *LostError naming them. Another holder's lease is never
+// touched.
+func (s *Service) Release(ctx context.Context, id ID, token string) error {
+	keys, back, err := s.keys(id.resources)
+	if err != nil {
+		return err
+	}
+	var lost, freed []string
+	for i := len(keys) - 1; i >= 0; i-- {
+		_, err := s.o.Locker.Release(ctx, keys[i], token)
+		switch {
+		case errors.Is(err, locks.ErrLeaseLost):
+			lost = append(lost, back[keys[i]])
+		case err != nil:
+			return err
+		default:
+			freed = append(freed, back[keys[i]])
+		}
+	}
+	if len(freed) > 0 {
+		slices.Sort(freed)
+		s.event(ctx, "lease.released", freed, map[string]any{})
+	}
+	if len(lost) > 0 {
+		slices.Sort(lost)
+		return &LostError{Resources: lost}
+	}
+	return nil
+}
+
+// keys maps resources to their lock keys, and back.
+func (s *Service) keys(resources []string) (keys []string, back map[string]string, err error) {
+	if len(resources) == 0 {
+		return nil, nil, ErrNotFound // the zero ID
+	}
+	back = make(map[string]string, len(resources))
+	for _, r := range resources {
+		key, err := s.o.Keys.Lease(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		keys = append(keys, key)
+		back[key] = r
+	}
+	return keys, back, nil
+}
+
+// event queues an audit event of a lease (asynchronously, never slowing the
+// lease path). The resource is the first one; details list them all.
+func (s *Service) event(ctx context.Context, action string, resources []string, details map[string]any) {
+	details["resources"] = resources
+	s.o.Events.Add(ctx, audit.Event{Action: action, Resource: "leases/" + resources[0]}, details)
+}
