@@ -79,6 +79,11 @@ func RunExclusive(ctx context.Context, l Locker, key string, ttl time.Duration, 
 func (l *Lease) bind(parent context.Context) (ctx context.Context, stop func()) {
 	lctx := l.Context()
 	ctx, cancel := context.WithCancelCause(context.WithValue(parent, leaseCtxKey{}, &leaseChain{l: l, parent: l.parent}))
+	if lctx.Err() != nil {
+		// Already released or lost: end ctx now. AfterFunc would do it
+		// in a goroutine of its own, after fn may have started.
+		cancel(context.Cause(lctx))
+	}
 	unwatch := context.AfterFunc(lctx, func() { cancel(context.Cause(lctx)) })
 	return ctx, func() {
 		unwatch()

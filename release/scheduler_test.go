@@ -49,7 +49,7 @@ func TestRunDueSteps_callerCancelledUnderTheLease_appliesNothing(t *testing.T) {
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	steps := release.New(release.Options{Store: e.store, Locker: cancelOnAcquire{Locker: locker, cancel: cancel}, Now: now})
+	steps := release.New(release.Options{Store: e.store, DB: db, Locker: cancelOnAcquire{Locker: locker, cancel: cancel}, Now: now})
 	applied, err := steps.RunDueSteps(runCtx)
 	got, gerr := e.rel.Get(ctx, r.ID)
 	if gerr != nil {
@@ -63,7 +63,7 @@ func TestRunDueSteps_callerCancelledUnderTheLease_appliesNothing(t *testing.T) {
 	}
 
 	// With a live context the same step is applied, once.
-	steps = release.New(release.Options{Store: e.store, Locker: locker, Now: now})
+	steps = release.New(release.Options{Store: e.store, DB: db, Locker: locker, Now: now})
 	if applied, err := steps.RunDueSteps(ctx); applied != 1 || err != nil {
 		t.Fatalf("a live run: applied = %d, err = %v", applied, err)
 	}

@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -57,6 +58,14 @@ func TestSweep_leaseLost_closesNothing(t *testing.T) {
 	closed, _, err := session.New(o).Sweep(ctx)
 	if closed != 0 || err == nil {
 		t.Fatalf("closed = %d, err = %v: the sweep went on after its lease was lost", closed, err)
+	}
+	// The lost lease's local deadline (Done) comes a safety margin before
+	// the lock store lets the key go: wait until it does.
+	key, _ := o.Keys.Job(session.SweepJob)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if _, err := locker.Holder(ctx, key); errors.Is(err, locks.ErrNotHeld) {
+			break
+		}
 	}
 	o.Locker = locker
 	sess := session.New(o)
