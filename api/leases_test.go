@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/promptd/promptd/leases"
 )
 
 // leases takes a generic lease over HTTP and returns the grant.
@@ -58,7 +60,7 @@ func TestLeases_allOrNothing_conflicts_renewAndReleaseByToken(t *testing.T) {
 
 		// A loses one resource (it expired and was taken, say): renew keeps
 		// the other and says which was lost.
-		key, _ := a.keys.Lease("machine/7")
+		key, _ := leases.Key(a.keys, "machine/7")
 		if _, err := a.locker.Release(context.Background(), key, tokenA); err != nil {
 			t.Fatal(err)
 		}

@@ -119,7 +119,7 @@ func runCycles(b *testing.B, im impl, contended bool, g int) {
 		if contended {
 			id = "r0"
 		}
-		k, err := kb.Lease(id)
+		k, err := kb.Key("lease", id)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -462,7 +462,7 @@ func runPaired(b *testing.B, g int) {
 		newWorker, cleanup := im.setup(b, c, prefix, false)
 		var keys []string
 		for i := range g {
-			k, err := locks.Keys{Prefix: prefix}.Lease("r" + strconv.Itoa(i))
+			k, err := locks.Keys{Prefix: prefix}.Key("lease", "r"+strconv.Itoa(i))
 			if err != nil {
 				b.Fatal(err)
 			}

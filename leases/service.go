@@ -213,7 +213,7 @@ func (s *Service) keys(resources []string) (keys []string, back map[string]strin
 	}
 	back = make(map[string]string, len(resources))
 	for _, r := range resources {
-		key, err := s.o.Keys.Lease(r)
+		key, err := Key(s.o.Keys, r)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -228,4 +228,15 @@ func (s *Service) keys(resources []string) (keys []string, back map[string]strin
 func (s *Service) event(ctx context.Context, action string, resources []string, details map[string]any) {
 	details["resources"] = resources
 	s.o.Events.Add(ctx, audit.Event{Action: action, Resource: "leases/" + resources[0]}, details)
+}
+
+// KindLock is the lock kind of generic leases (locks.Keys.Key).
+const KindLock = "lease"
+
+// Key is the lock key of a generic lease on resource.
+func Key(k locks.Keys, resource string) (string, error) {
+	if err := locks.ValidateResource("resources", resource); err != nil {
+		return "", err
+	}
+	return k.Key(KindLock, resource)
 }

@@ -72,7 +72,7 @@ func TestRenew_afterAResourceWasTakenOver_namesIt_andRenewsTheRest(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kb, _ := keys.Lease("b")
+	kb, _ := leases.Key(keys, "b")
 	other, err := m.Acquire(ctx, kb, time.Second, locks.WithPreempt(), locks.WithoutKeepalive())
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ func Example() {
 	m := locks.NewMemory(locks.Options{Holder: "runtime-1"})
 	defer m.Close(ctx)
 
-	key, _ := locks.Keys{}.Session("sess-42")
+	key, _ := locks.Keys{}.Key("session", "sess-42")
 	lease, err := m.Acquire(ctx, key, 5*time.Second)
 	if err != nil {
 		panic(err)
@@ -50,8 +50,8 @@ func ExampleManager_AcquireAll() {
 	defer m.Close(ctx)
 
 	keys := locks.Keys{}
-	a, _ := keys.Lease("order/1001")
-	b, _ := keys.Lease("machine:7")
+	a, _ := keys.Key("lease", "order/1001")
+	b, _ := keys.Key("lease", "machine:7")
 	g, err := m.AcquireAll(ctx, []string{a, b}, 10*time.Second, locks.WithWait(time.Second))
 	if err != nil {
 		panic(err)

@@ -127,7 +127,7 @@ func runPausedHolder(t *testing.T, driver, dsn, mode string) string {
 		}
 	}
 	redisURL := testenv.RedisURL(t)
-	key, _ := locks.Keys{Prefix: "fence" + strconv.FormatInt(time.Now().UnixNano(), 36)}.Session("s-1")
+	key, _ := locks.Keys{Prefix: "fence" + strconv.FormatInt(time.Now().UnixNano(), 36)}.Key("session", "s-1")
 	const ttl = 500 * time.Millisecond
 
 	child := exec.Command(os.Args[0])

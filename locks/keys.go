@@ -5,14 +5,11 @@ import (
 	"strings"
 )
 
-// Kinds of lock, the <kind> part of P:lock:<kind>:{<id>}.
-const (
-	KindConfig  = "config"
-	KindRelease = "release"
-	KindSession = "session"
-	KindLease   = "lease"
-	KindJob     = "job"
-)
+// KindJob is the kind of the lock of a cluster-singleton job run
+// (RunExclusive). The other kinds belong to the packages that take them
+// (promptstore's "config" and "release", session's "session", leases'
+// "lease"): locks knows none of them.
+const KindJob = "job"
 
 // Keys builds lock keys under a prefix (PROMPTD_KEY_PREFIX, default "prompt").
 // Every id is validated, so user input never reaches Redis unchecked.
@@ -30,41 +27,26 @@ func (k Keys) prefix() string {
 	return k.Prefix
 }
 
-// Config is the key taken while creating a version of agent.
-func (k Keys) Config(agent string) (string, error) {
-	if err := ValidateID("agent", agent); err != nil {
+// Key is the lock key P:lock:<kind>:{<id>}, with ":"-joined suffix parts
+// after the hash tag: the id is the Redis Cluster hash tag, so a lock and
+// its fence counter share a slot. kind is 1..16 lower-case letters; id and
+// the suffixes are checked so that no caller input can break the key
+// (braces, spaces, control characters; ids may hold ':' and '/').
+func (k Keys) Key(kind, id string, suffix ...string) (string, error) {
+	if kind == "" || len(kind) > 16 || strings.Trim(kind, "abcdefghijklmnopqrstuvwxyz") != "" {
+		return "", &InvalidIDError{Field: "kind", Reason: fmt.Sprintf("lock kind %q is not 1..16 lower-case letters", kind)}
+	}
+	if err := ValidateResource(kind, id); err != nil {
 		return "", err
 	}
-	return k.prefix() + ":lock:" + KindConfig + ":{" + agent + "}", nil
-}
-
-// Release is the key for pointer switches, release transitions and
-// revocations of agent in env. The hash tag is the agent, so all envs of an
-// agent share a slot.
-func (k Keys) Release(agent, env string) (string, error) {
-	if err := ValidateID("agent", agent); err != nil {
-		return "", err
+	key := k.prefix() + ":lock:" + kind + ":{" + id + "}"
+	for _, p := range suffix {
+		if err := ValidateID(kind, p); err != nil {
+			return "", err
+		}
+		key += ":" + p
 	}
-	if err := ValidateID("env", env); err != nil {
-		return "", err
-	}
-	return k.prefix() + ":lock:" + KindRelease + ":{" + agent + "}:" + env, nil
-}
-
-// Session is the key of a session lease.
-func (k Keys) Session(sessionID string) (string, error) {
-	if err := ValidateID("session_id", sessionID); err != nil {
-		return "", err
-	}
-	return k.prefix() + ":lock:" + KindSession + ":{" + sessionID + "}", nil
-}
-
-// Lease is the key of a generic lease on a business resource.
-func (k Keys) Lease(resource string) (string, error) {
-	if err := ValidateResource("resources", resource); err != nil {
-		return "", err
-	}
-	return k.prefix() + ":lock:" + KindLease + ":{" + resource + "}", nil
+	return key, nil
 }
 
 // Job is the key of one run of a cluster-singleton job.
@@ -72,7 +54,7 @@ func (k Keys) Job(job string) (string, error) {
 	if err := ValidateID("job", job); err != nil {
 		return "", err
 	}
-	return k.prefix() + ":lock:" + KindJob + ":{" + job + "}", nil
+	return k.Key(KindJob, job)
 }
 
 // FenceKey is the fence counter beside a lock key (same hash tag).

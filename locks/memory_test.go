@@ -30,7 +30,7 @@ func TestMemoryBackend_afterLeasesExpire_mapsShrinkToZero(t *testing.T) {
 	keys := locks.Keys{Prefix: "mem"}
 	const n = 1000
 	for i := 0; i < n; i++ {
-		k, _ := keys.Lease("order:" + strconv.Itoa(i))
+		k, _ := keys.Key("lease", "order:"+strconv.Itoa(i))
 		g, err := b.Acquire(ctxT(t), k, locks.Request{Token: "tok-" + strconv.Itoa(i), Holder: "h", TTL: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -46,7 +46,7 @@ func TestMemoryBackend_afterLeasesExpire_mapsShrinkToZero(t *testing.T) {
 	}
 	clock.add(time.Minute)
 	// Any call after the sweep period lets the backend drop what expired.
-	other, _ := keys.Lease("unrelated")
+	other, _ := keys.Key("lease", "unrelated")
 	if _, err := b.Holder(ctxT(t), other); err == nil {
 		t.Fatal("unrelated key held")
 	}
@@ -60,7 +60,7 @@ func TestMemoryBackend_idle_sweepsExpiredEntriesByItself(t *testing.T) {
 	t.Cleanup(func() { _ = b.Close() })
 	keys := locks.Keys{Prefix: "mem"}
 	for i := 0; i < 100; i++ {
-		k, _ := keys.Lease("idle:" + strconv.Itoa(i))
+		k, _ := keys.Key("lease", "idle:"+strconv.Itoa(i))
 		if _, err := b.Acquire(ctxT(t), k, locks.Request{Token: "t", Holder: "h", TTL: 100 * time.Millisecond}); err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func TestMemoryBackend_fenceCounterDropped_nextFenceStillHigher(t *testing.T) {
 	clock := &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	b := locks.NewMemoryBackend(clock.now)
 	t.Cleanup(func() { _ = b.Close() })
-	k, _ := locks.Keys{Prefix: "mem"}.Lease("order:1")
+	k, _ := locks.Keys{Prefix: "mem"}.Key("lease", "order:1")
 	ctx := context.Background()
 	grant := func(req locks.Request) int64 {
 		t.Helper()

@@ -28,7 +28,7 @@ func TestRedisFence_afterKill9RestartAndFlushall_keepsGrowing(t *testing.T) {
 	m := locks.NewRedis(c, locks.RedisOptions{Timeout: 100 * time.Millisecond}, locks.Options{Holder: "t"})
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	keys := locks.Keys{}
-	k, _ := keys.Session("s-1")
+	k, _ := keys.Key("session", "s-1")
 	var highest int64
 	cycle := func(n int) {
 		for i := 0; i < n; i++ {
@@ -150,7 +150,7 @@ func TestRedisAcquire_lostReply_retryYieldsOneGrantOneFence(t *testing.T) {
 	ls := &lossyScripter{Client: c}
 	prefix := "lossy" + time.Now().Format("150405.000000")
 	b := locks.NewRedisBackend(ls, locks.RedisOptions{Keys: locks.Keys{Prefix: prefix}})
-	k, _ := locks.Keys{Prefix: prefix}.Lease("order-1")
+	k, _ := locks.Keys{Prefix: prefix}.Key("lease", "order-1")
 	req := locks.Request{Token: "tok-1", Holder: "h", TTL: time.Second}
 	g, err := b.Acquire(ctxT(t), k, req)
 	if err != nil {

@@ -34,7 +34,7 @@ func genericLeaseCycles(t *testing.T, m *locks.Manager, keys locks.Keys, prefix 
 				if i >= int64(n) {
 					return
 				}
-				k, err := keys.Lease(prefix + strconv.FormatInt(i, 10))
+				k, err := keys.Key("lease", prefix+strconv.FormatInt(i, 10))
 				if err != nil {
 					errs <- err
 					return
@@ -147,7 +147,7 @@ func TestRedisKeys_afterManyGenericLeases_allHaveTTL_andFencesKeepGrowing(t *tes
 	}
 
 	// A fence key lives well beyond the lease it guards.
-	k, _ := keys.Lease("order:0")
+	k, _ := keys.Key("lease", "order:0")
 	if ttl := c.PTTL(ctxT(t), locks.FenceKey(k)).Val(); ttl < 23*time.Hour {
 		t.Errorf("fence key TTL %v, want about 24h", ttl)
 	}
@@ -177,7 +177,7 @@ func TestRedisKeys_afterManyGenericLeases_allHaveTTL_andFencesKeepGrowing(t *tes
 	// The same for a fence pushed ahead of the clock by a storage floor:
 	// while its key lives, the next grant is above it.
 	ahead := time.Now().Add(time.Hour).UnixMicro()
-	k2, _ := keys.Lease("order:1")
+	k2, _ := keys.Key("lease", "order:1")
 	l1, err := m.Acquire(ctxT(t), k2, time.Second, locks.WithoutKeepalive(), locks.WithMinFence(ahead))
 	if err != nil {
 		t.Fatal(err)

@@ -45,7 +45,7 @@ func newWorld(t *testing.T, mk func(t *testing.T, prefix string) (locks.Backend,
 
 func (w *world) key(t *testing.T, id string) string {
 	t.Helper()
-	k, err := w.keys.Lease(id)
+	k, err := w.keys.Key("lease", id)
 	if err != nil {
 		t.Fatal(err)
 	}

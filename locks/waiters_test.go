@@ -13,8 +13,8 @@ func TestWaiters_overTheLimit_getErrTooManyWaiters_andTheLimitFreesUp(t *testing
 	m := locks.NewMemory(locks.Options{Holder: "t", MaxWaiters: 2})
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	keys := locks.Keys{Prefix: "w"}
-	k, _ := keys.Lease("printer:1")
-	k2, _ := keys.Lease("printer:2")
+	k, _ := keys.Key("lease", "printer:1")
+	k2, _ := keys.Key("lease", "printer:2")
 	holder, err := m.Acquire(ctxT(t), k, time.Minute, locks.WithoutKeepalive())
 	if err != nil {
 		t.Fatal(err)

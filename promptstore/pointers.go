@@ -155,7 +155,7 @@ func (s *Store) SwitchPointer(ctx context.Context, in SwitchInput) (*Env, error)
 	if len(in.Reason) > MaxReason {
 		return nil, invalid(CodeInvalidField, "reason", "reason is longer than %d bytes", MaxReason)
 	}
-	key, _ := s.o.Keys.Release(in.Agent, in.Env)
+	key, _ := ReleaseLock(s.o.Keys, in.Agent, in.Env)
 	defer s.lock(ctx, key)()
 	sctx, cancel := s.sqlCtx(ctx)
 	defer cancel()

@@ -37,7 +37,7 @@ func (s *Store) Revoke(ctx context.Context, in RevokeInput) (*Env, error) {
 	if len(in.Reason) > MaxReason {
 		return nil, invalid(CodeInvalidField, "reason", "reason is longer than %d bytes", MaxReason)
 	}
-	key, _ := s.o.Keys.Release(in.Agent, in.Env)
+	key, _ := ReleaseLock(s.o.Keys, in.Agent, in.Env)
 	defer s.lock(ctx, key)()
 	sctx, cancel := s.sqlCtx(ctx)
 	defer cancel()

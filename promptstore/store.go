@@ -157,3 +157,30 @@ func storeErr(err error) error {
 	}
 	return err
 }
+
+// Lock kinds of the prompt store (locks.Keys.Key).
+const (
+	// KindConfigLock is taken while creating a version of an agent.
+	KindConfigLock = "config"
+	// KindReleaseLock serialises pointer switches, release transitions and
+	// revocations of one env (package release takes it too).
+	KindReleaseLock = "release"
+)
+
+// ConfigLock is the key taken while creating a version of agent.
+func ConfigLock(k locks.Keys, agent string) (string, error) {
+	if err := locks.ValidateID("agent", agent); err != nil {
+		return "", err
+	}
+	return k.Key(KindConfigLock, agent)
+}
+
+// ReleaseLock is the key of pointer switches, release transitions and
+// revocations of agent in env. The hash tag is the agent, so all envs of an
+// agent share a slot.
+func ReleaseLock(k locks.Keys, agent, env string) (string, error) {
+	if err := validateEnv(agent, env); err != nil {
+		return "", err
+	}
+	return k.Key(KindReleaseLock, agent, env)
+}

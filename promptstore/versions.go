@@ -97,7 +97,7 @@ func (s *Store) CreateVersion(ctx context.Context, in CreateVersionInput) (*Vers
 	if err != nil {
 		return nil, err
 	}
-	key, _ := s.o.Keys.Config(in.Agent)
+	key, _ := ConfigLock(s.o.Keys, in.Agent)
 	defer s.lock(ctx, key)()
 	sctx, cancel := s.sqlCtx(ctx)
 	defer cancel()

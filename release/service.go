@@ -101,7 +101,7 @@ func newID() string {
 // lock takes the env's release lock as the fast path; on a Redis outage
 // the SQL conditions alone decide.
 func (s *Service) lock(ctx context.Context, agent, env string) func() {
-	key, err := s.o.Keys.Release(agent, env)
+	key, err := promptstore.ReleaseLock(s.o.Keys, agent, env)
 	if err != nil {
 		return func() {}
 	}

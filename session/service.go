@@ -119,8 +119,19 @@ func storeErr(err error) error { return promptstore.StoreErr(err) }
 
 func validID(field, v string) error { return promptstore.CheckID(field, v) }
 
+// KindLeaseLock is the lock kind of session leases (locks.Keys.Key).
+const KindLeaseLock = "session"
+
+// LeaseKey is the lock key of session id's lease.
+func LeaseKey(k locks.Keys, id string) (string, error) {
+	if err := locks.ValidateID("session_id", id); err != nil {
+		return "", err
+	}
+	return k.Key(KindLeaseLock, id)
+}
+
 func (s *Service) key(id string) string {
-	k, _ := s.o.Keys.Session(id)
+	k, _ := LeaseKey(s.o.Keys, id)
 	return k
 }
 

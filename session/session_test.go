@@ -356,7 +356,7 @@ func TestClose_withLeaseToken_freesTheLease(t *testing.T) {
 	if _, err := w.sess.Close(ctx, "c", session.WriteCondition{ExpectedRevision: rev(0), Fence: &l.Fence}, l.Token); err != nil {
 		t.Fatal(err)
 	}
-	key, _ := w.base.Keys.Session("c")
+	key, _ := session.LeaseKey(w.base.Keys, "c")
 	if _, err := w.base.Locker.Holder(ctx, key); !errors.Is(err, locks.ErrNotHeld) {
 		t.Fatalf("lease after close with its token: %v", err)
 	}
