@@ -21,9 +21,9 @@ func (s *Store) mirrorSnapshot(ctx context.Context, v *Version) {
 	s.mirror.PutSnapshot(ctx, v.Agent, v.Version, raw)
 }
 
-// readSnapshot reads a mirrored snapshot, nil when missing, unreachable or
+// mirroredSnapshot reads a mirrored snapshot, nil when missing, unreachable or
 // not the version it claims to be (its hash is checked).
-func (s *Store) readSnapshot(ctx context.Context, agent string, version int) *Version {
+func (s *Store) mirroredSnapshot(ctx context.Context, agent string, version int) *Version {
 	raw := s.mirror.Snapshot(ctx, agent, version)
 	if raw == nil {
 		return nil
@@ -46,9 +46,9 @@ func (s *Store) mirrorPointer(ctx context.Context, p *PointerState) {
 	}
 }
 
-// readPointer reads a mirrored pointer state, nil when missing or
+// mirroredPointer reads a mirrored pointer state, nil when missing or
 // unreachable.
-func (s *Store) readPointer(ctx context.Context, agent, env string) *PointerState {
+func (s *Store) mirroredPointer(ctx context.Context, agent, env string) *PointerState {
 	raw := s.mirror.Pointer(ctx, agent, env)
 	if raw == nil {
 		return nil

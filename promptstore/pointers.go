@@ -52,10 +52,16 @@ type pointerRow struct {
 	UpdatedBy       string
 }
 
-func readPointer(tx *gorm.DB, agent, env string) (*pointerRow, error) {
+// readPointer reads the pointer row (nil when the env has none); with lock,
+// inside a write transaction, it locks the row on MySQL.
+func readPointer(tx *gorm.DB, agent, env string, lock ...bool) (*pointerRow, error) {
+	q := `SELECT agent, env, version, revision, active_release_id, updated_at_ms, updated_by
+		FROM prompt_env_pointers WHERE agent = ? AND env = ?`
+	if len(lock) > 0 && lock[0] {
+		q += sqlstore.ForUpdate(tx)
+	}
 	var rows []pointerRow
-	err := tx.Raw(`SELECT agent, env, version, revision, active_release_id, updated_at_ms, updated_by
-		FROM prompt_env_pointers WHERE agent = ? AND env = ?`, agent, env).Scan(&rows).Error
+	err := tx.Raw(q, agent, env).Scan(&rows).Error
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
@@ -323,7 +329,7 @@ func (s *Store) loadPointer(ctx context.Context, agent, env string) (*PointerSta
 		if !errors.Is(err, ErrUnavailable) {
 			return nil, err
 		}
-		if st = s.readPointer(ctx, agent, env); st == nil {
+		if st = s.mirroredPointer(ctx, agent, env); st == nil {
 			return nil, err
 		}
 		s.o.Metrics.degraded("sql")
@@ -345,7 +351,7 @@ func (s *Store) onPointerEvent(ctx context.Context, ev events.Event) {
 	if cur == nil || cur.Revision >= ev.Revision {
 		return // not cached here (loaded on first use) or already current
 	}
-	if st := s.readPointer(ctx, ev.Agent, ev.Env); st != nil && st.Revision >= ev.Revision {
+	if st := s.mirroredPointer(ctx, ev.Agent, ev.Env); st != nil && st.Revision >= ev.Revision {
 		if s.ptrs.offer(st) {
 			s.o.Metrics.refreshed("event")
 		}

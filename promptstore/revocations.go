@@ -44,7 +44,7 @@ func (s *Store) Revoke(ctx context.Context, in RevokeInput) (*Env, error) {
 	var st *PointerState
 	e, err := sqlstore.Transact(sctx, s.db, func(tx *gorm.DB) (*Env, error) {
 		var err error
-		if st, err = s.RevokeTx(sctx, tx, in); err != nil {
+		if st, err = s.revokeTx(sctx, tx, in); err != nil {
 			return nil, err
 		}
 		return envTx(tx, in.Agent, in.Env)
@@ -58,10 +58,9 @@ func (s *Store) Revoke(ctx context.Context, in RevokeInput) (*Env, error) {
 	return e, nil
 }
 
-// RevokeTx revokes within a caller's transaction (releases revoke the
-// candidate they roll back from). It returns the new state, or nil when
-// nothing changed.
-func (s *Store) RevokeTx(ctx context.Context, tx *gorm.DB, in RevokeInput) (*PointerState, error) {
+// revokeTx revokes (or lifts) within tx. It returns the new state, or nil
+// when nothing changed.
+func (s *Store) revokeTx(ctx context.Context, tx *gorm.DB, in RevokeInput) (*PointerState, error) {
 	ptr, err := readPointer(tx, in.Agent, in.Env)
 	if err != nil {
 		return nil, err
@@ -69,18 +68,17 @@ func (s *Store) RevokeTx(ctx context.Context, tx *gorm.DB, in RevokeInput) (*Poi
 	if ptr == nil {
 		return nil, ErrNoPointer
 	}
-	var exists int
-	if err := tx.Raw(`SELECT COUNT(*) FROM prompt_versions WHERE agent = ? AND version = ?`, in.Agent, in.Version).Scan(&exists).Error; err != nil {
+	if ok, err := versionExists(tx, in.Agent, in.Version); err != nil || !ok {
+		if err == nil {
+			err = ErrVersionNotFound
+		}
 		return nil, err
 	}
-	if exists == 0 {
-		return nil, ErrVersionNotFound
-	}
-	action := "version.revoked"
-	var res *gorm.DB
 	if in.Lift {
-		action = "version.unrevoked"
-		res = tx.Exec(`DELETE FROM prompt_revocations WHERE agent = ? AND env = ? AND version = ?`, in.Agent, in.Env, in.Version)
+		res := tx.Exec(`DELETE FROM prompt_revocations WHERE agent = ? AND env = ? AND version = ?`, in.Agent, in.Env, in.Version)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return nil, res.Error // lifting what is not revoked changes nothing
+		}
 	} else {
 		if ptr.Version == in.Version {
 			return nil, ErrVersionCurrent
@@ -89,25 +87,10 @@ func (s *Store) RevokeTx(ctx context.Context, tx *gorm.DB, in RevokeInput) (*Poi
 			// The release decides what happens to its versions: roll it back.
 			return nil, &ReleaseActive{ReleaseID: *ptr.ActiveReleaseID}
 		}
-		var n int
-		if err := tx.Raw(`SELECT COUNT(*) FROM prompt_revocations WHERE agent = ? AND env = ? AND version = ?`,
-			in.Agent, in.Env, in.Version).Scan(&n).Error; err != nil {
-			return nil, err
+		inserted, err := s.recordRevocation(ctx, tx, in.Agent, in.Env, in.Version, in.Reason, ptr.Revision+1)
+		if err != nil || !inserted {
+			return nil, err // revoking twice changes nothing
 		}
-		if n > 0 {
-			return nil, nil
-		}
-		res = tx.Exec(`INSERT INTO prompt_revocations (agent, env, version, reason, revoked_by, revoked_at_ms) VALUES (?, ?, ?, ?, ?, ?)`,
-			in.Agent, in.Env, in.Version, in.Reason, audit.Actor(ctx), s.now().UnixMilli())
-	}
-	if res.Error != nil {
-		if sqlstore.IsDuplicate(res.Error) {
-			return nil, nil
-		}
-		return nil, res.Error
-	}
-	if res.RowsAffected == 0 {
-		return nil, nil
 	}
 	bump := tx.Exec(`UPDATE prompt_env_pointers SET revision = revision + 1, updated_at_ms = ?, updated_by = ?
 		WHERE agent = ? AND env = ? AND revision = ?`, s.now().UnixMilli(), audit.Actor(ctx), in.Agent, in.Env, ptr.Revision)
@@ -122,13 +105,41 @@ func (s *Store) RevokeTx(ctx context.Context, tx *gorm.DB, in RevokeInput) (*Poi
 		}
 		return nil, &RevisionConflict{Expected: ptr.Revision, Current: current}
 	}
-	details := map[string]any{"version": in.Version, "revision": ptr.Revision + 1}
-	if in.Reason != "" {
-		details["reason"] = in.Reason
-	}
-	if err := s.audit.Append(ctx, tx, audit.Event{Action: action, Agent: in.Agent, Env: in.Env,
-		Resource: fmt.Sprintf("agents/%s/envs/%s/revocations/%d", in.Agent, in.Env, in.Version)}, details); err != nil {
-		return nil, err
+	if in.Lift {
+		details := map[string]any{"version": in.Version, "revision": ptr.Revision + 1}
+		if in.Reason != "" {
+			details["reason"] = in.Reason
+		}
+		if err := s.audit.Append(ctx, tx, audit.Event{Action: "version.unrevoked", Agent: in.Agent, Env: in.Env,
+			Resource: revocationResource(in.Agent, in.Env, in.Version)}, details); err != nil {
+			return nil, err
+		}
 	}
 	return s.stateTx(tx, in.Agent, in.Env)
+}
+
+// recordRevocation inserts the revocation of version in agent/env and its
+// version.revoked audit event, as of the pointer's new revision: the one
+// path for a revocation, whether an admin revokes or a release rolls back.
+// It reports false (and writes nothing) when the version was revoked
+// already.
+func (s *Store) recordRevocation(ctx context.Context, tx *gorm.DB, agent, env string, version int, reason string, revision int64) (bool, error) {
+	err := tx.Exec(`INSERT INTO prompt_revocations (agent, env, version, reason, revoked_by, revoked_at_ms) VALUES (?, ?, ?, ?, ?, ?)`,
+		agent, env, version, reason, audit.Actor(ctx), s.now().UnixMilli()).Error
+	if sqlstore.IsDuplicate(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	details := map[string]any{"version": version, "revision": revision}
+	if reason != "" {
+		details["reason"] = reason
+	}
+	return true, s.audit.Append(ctx, tx, audit.Event{Action: "version.revoked", Agent: agent, Env: env,
+		Resource: revocationResource(agent, env, version)}, details)
+}
+
+func revocationResource(agent, env string, version int) string {
+	return fmt.Sprintf("agents/%s/envs/%s/revocations/%d", agent, env, version)
 }

@@ -7,11 +7,20 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/audit"
-	"github.com/promptd/promptd/sqlstore"
 )
 
-// The functions of this file let the release package change the pointer
-// row inside its own transactions, with the same revision conditions.
+// PointerTx is the prompt store inside a caller's write transaction: the
+// release package changes the pointer row in the same transaction as its
+// own rows, under the same revision conditions, through these methods and
+// no other SQL of its own.
+type PointerTx struct {
+	s  *Store
+	tx *gorm.DB
+}
+
+// InTx returns the pointer API over tx, a transaction on the store's
+// database.
+func (s *Store) InTx(tx *gorm.DB) PointerTx { return PointerTx{s: s, tx: tx} }
 
 // PointerRow is the pointer row as a transaction reads it.
 type PointerRow struct {
@@ -20,37 +29,38 @@ type PointerRow struct {
 	ActiveReleaseID string
 }
 
-// ReadPointerTx reads (and on MySQL locks) the pointer row; nil when the
-// env has no pointer.
-func ReadPointerTx(tx *gorm.DB, agent, env string) (*PointerRow, error) {
-	lock := ""
-	if sqlstore.Dialect(tx) == sqlstore.MySQL {
-		lock = " FOR UPDATE"
-	}
-	var rows []pointerRow
-	err := tx.Raw(`SELECT agent, env, version, revision, active_release_id, updated_at_ms, updated_by
-		FROM prompt_env_pointers WHERE agent = ? AND env = ?`+lock, agent, env).Scan(&rows).Error
-	if err != nil || len(rows) == 0 {
+// Read reads (and on MySQL locks) the pointer row; nil when the env has no
+// pointer.
+func (p PointerTx) Read(agent, env string) (*PointerRow, error) {
+	row, err := readPointer(p.tx, agent, env, true)
+	if err != nil || row == nil {
 		return nil, err
 	}
-	p := &PointerRow{Version: rows[0].Version, Revision: rows[0].Revision}
-	if rows[0].ActiveReleaseID != nil {
-		p.ActiveReleaseID = *rows[0].ActiveReleaseID
+	out := &PointerRow{Version: row.Version, Revision: row.Revision}
+	if row.ActiveReleaseID != nil {
+		out.ActiveReleaseID = *row.ActiveReleaseID
 	}
-	return p, nil
+	return out, nil
 }
 
-// VersionExistsTx reports whether the agent has the version.
-func VersionExistsTx(tx *gorm.DB, agent string, version int) (bool, error) {
+// VersionExists reports whether the agent has the version.
+func (p PointerTx) VersionExists(agent string, version int) (bool, error) {
+	return versionExists(p.tx, agent, version)
+}
+
+// IsRevoked reports whether version is revoked in the env.
+func (p PointerTx) IsRevoked(agent, env string, version int) (bool, error) {
 	var n int
-	err := tx.Raw(`SELECT COUNT(*) FROM prompt_versions WHERE agent = ? AND version = ?`, agent, version).Scan(&n).Error
+	err := p.tx.Raw(`SELECT COUNT(*) FROM prompt_revocations WHERE agent = ? AND env = ? AND version = ?`, agent, env, version).Scan(&n).Error
 	return n > 0, err
 }
 
-// IsRevokedTx reports whether version is revoked in the env.
-func IsRevokedTx(tx *gorm.DB, agent, env string, version int) (bool, error) {
+// Env reads an env (pointer, history, revocations).
+func (p PointerTx) Env(agent, env string) (*Env, error) { return envTx(p.tx, agent, env) }
+
+func versionExists(tx *gorm.DB, agent string, version int) (bool, error) {
 	var n int
-	err := tx.Raw(`SELECT COUNT(*) FROM prompt_revocations WHERE agent = ? AND env = ? AND version = ?`, agent, env, version).Scan(&n).Error
+	err := tx.Raw(`SELECT COUNT(*) FROM prompt_versions WHERE agent = ? AND version = ?`, agent, version).Scan(&n).Error
 	return n > 0, err
 }
 
@@ -71,10 +81,11 @@ type PointerChange struct {
 	Revoke int
 }
 
-// ChangePointerTx applies c with the row's revision condition (and active
-// release condition) checked by rows affected, and returns the new state.
-func (s *Store) ChangePointerTx(ctx context.Context, tx *gorm.DB, c PointerChange) (*PointerState, error) {
-	cur, err := ReadPointerTx(tx, c.Agent, c.Env)
+// Change applies c with the row's revision condition (and active release
+// condition) checked by rows affected, and returns the new state.
+func (p PointerTx) Change(ctx context.Context, c PointerChange) (*PointerState, error) {
+	s, tx := p.s, p.tx
+	cur, err := p.Read(c.Agent, c.Env)
 	if err != nil {
 		return nil, err
 	}
@@ -119,21 +130,9 @@ func (s *Store) ChangePointerTx(ctx context.Context, tx *gorm.DB, c PointerChang
 		}
 	}
 	if c.Revoke != 0 {
-		err := tx.Exec(`INSERT INTO prompt_revocations (agent, env, version, reason, revoked_by, revoked_at_ms) VALUES (?, ?, ?, ?, ?, ?)`,
-			c.Agent, c.Env, c.Revoke, c.Reason, actor, ms).Error
-		if err != nil && !sqlstore.IsDuplicate(err) {
+		if _, err := s.recordRevocation(ctx, tx, c.Agent, c.Env, c.Revoke, c.Reason, rev); err != nil {
 			return nil, err
-		}
-		if err == nil {
-			if err := s.audit.Append(ctx, tx, audit.Event{Action: "version.revoked", Agent: c.Agent, Env: c.Env,
-				Resource: fmt.Sprintf("agents/%s/envs/%s/revocations/%d", c.Agent, c.Env, c.Revoke)},
-				map[string]any{"version": c.Revoke, "revision": rev, "reason": c.Reason}); err != nil {
-				return nil, err
-			}
 		}
 	}
 	return s.stateTx(tx, c.Agent, c.Env)
 }
-
-// EnvTx reads an env (pointer, history, revocations) within tx.
-func EnvTx(tx *gorm.DB, agent, env string) (*Env, error) { return envTx(tx, agent, env) }

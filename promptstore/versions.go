@@ -216,7 +216,7 @@ func (s *Store) Snapshot(ctx context.Context, agent string, version int) (*Snaps
 	s.o.Metrics.cache("snapshot", "miss")
 	v, sqlErr := s.loadVersion(ctx, agent, version)
 	if sqlErr != nil && errors.Is(sqlErr, ErrUnavailable) {
-		if mv := s.readSnapshot(ctx, agent, version); mv != nil {
+		if mv := s.mirroredSnapshot(ctx, agent, version); mv != nil {
 			v, sqlErr = mv, nil
 		}
 	}

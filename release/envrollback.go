@@ -74,7 +74,7 @@ func (s *Service) RollbackEnv(ctx context.Context, in EnvRollbackInput) (*EnvRol
 	defer cancel()
 	var ptr *promptstore.PointerState
 	out, err := sqlstore.Transact(sctx, s.db, func(tx *gorm.DB) (*EnvRollback, error) {
-		cur, err := promptstore.EnvTx(tx, in.Agent, in.Env)
+		cur, err := s.store.InTx(tx).Env(in.Agent, in.Env)
 		if err != nil {
 			return nil, err
 		}
@@ -94,17 +94,17 @@ func (s *Service) RollbackEnv(ctx context.Context, in EnvRollbackInput) (*EnvRol
 		if to == cur.Version {
 			return nil, invalidf(CodeInvalidField, "to_version", "to_version is the current version")
 		}
-		if ok, err := promptstore.VersionExistsTx(tx, in.Agent, to); err != nil || !ok {
+		if ok, err := s.store.InTx(tx).VersionExists(in.Agent, to); err != nil || !ok {
 			return nil, fmtErr(err, promptstore.ErrVersionNotFound)
 		}
-		if revoked, err := promptstore.IsRevokedTx(tx, in.Agent, in.Env, to); err != nil || revoked {
+		if revoked, err := s.store.InTx(tx).IsRevoked(in.Agent, in.Env, to); err != nil || revoked {
 			return nil, fmtErr(err, promptstore.ErrVersionRevoked)
 		}
 		reason := in.Reason
 		if reason == "" {
 			reason = fmt.Sprintf("rolled back from %d", cur.Version)
 		}
-		ptr, err = s.store.ChangePointerTx(sctx, tx, promptstore.PointerChange{Agent: in.Agent, Env: in.Env,
+		ptr, err = s.store.InTx(tx).Change(sctx, promptstore.PointerChange{Agent: in.Agent, Env: in.Env,
 			ExpectedRevision: cur.Revision, MoveTo: to, Action: "rollback", Reason: reason, Revoke: cur.Version})
 		if err != nil {
 			return nil, err
@@ -114,7 +114,7 @@ func (s *Service) RollbackEnv(ctx context.Context, in EnvRollbackInput) (*EnvRol
 			map[string]any{"from_version": cur.Version, "to_version": to, "revision": ptr.Revision, "reason": in.Reason}); err != nil {
 			return nil, err
 		}
-		e, err := promptstore.EnvTx(tx, in.Agent, in.Env)
+		e, err := s.store.InTx(tx).Env(in.Agent, in.Env)
 		if err != nil {
 			return nil, err
 		}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // Stickiness says which caller key is bucketed.
@@ -96,7 +98,7 @@ func (r *releaseRow) release() *Release {
 func readRelease(tx *gorm.DB, id string, lock bool) (*Release, error) {
 	q := `SELECT ` + releaseCols + ` FROM releases WHERE id = ?`
 	if lock {
-		q += forUpdate(tx)
+		q += sqlstore.ForUpdate(tx)
 	}
 	var rows []releaseRow
 	if err := tx.Raw(q, id).Scan(&rows).Error; err != nil {

@@ -150,7 +150,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Release, error) 
 	defer cancel()
 	var ptr *promptstore.PointerState
 	rel, err := sqlstore.Transact(ctx, s.db, func(tx *gorm.DB) (*Release, error) {
-		cur, err := promptstore.ReadPointerTx(tx, in.Agent, in.Env)
+		cur, err := s.store.InTx(tx).Read(in.Agent, in.Env)
 		switch {
 		case err != nil:
 			return nil, err
@@ -163,10 +163,10 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Release, error) 
 		case cur.Version == in.CandidateVersion:
 			return nil, invalidf(CodeInvalidField, "candidate_version", "the candidate is the env's current version")
 		}
-		if ok, err := promptstore.VersionExistsTx(tx, in.Agent, in.CandidateVersion); err != nil || !ok {
+		if ok, err := s.store.InTx(tx).VersionExists(in.Agent, in.CandidateVersion); err != nil || !ok {
 			return nil, fmtErr(err, promptstore.ErrVersionNotFound)
 		}
-		if revoked, err := promptstore.IsRevokedTx(tx, in.Agent, in.Env, in.CandidateVersion); err != nil || revoked {
+		if revoked, err := s.store.InTx(tx).IsRevoked(in.Agent, in.Env, in.CandidateVersion); err != nil || revoked {
 			return nil, fmtErr(err, promptstore.ErrVersionRevoked)
 		}
 		now := s.o.Now()
@@ -183,7 +183,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Release, error) 
 			row.Steps, 0, row.NextStepAtMs, nil, 1, row.Message, row.CreatedBy, ms, ms).Error; err != nil {
 			return nil, err
 		}
-		if ptr, err = s.store.ChangePointerTx(ctx, tx, promptstore.PointerChange{Agent: in.Agent, Env: in.Env,
+		if ptr, err = s.store.InTx(tx).Change(ctx, promptstore.PointerChange{Agent: in.Agent, Env: in.Env,
 			ExpectedRevision: cur.Revision, SetRelease: row.ID}); err != nil {
 			return nil, err
 		}

@@ -163,7 +163,7 @@ func (s *Service) change(ctx context.Context, tx *gorm.DB, rel *Release, action 
 		return nil, nil
 	}
 	// The release ends: the pointer row stops naming it.
-	cur, err := promptstore.ReadPointerTx(tx, rel.Agent, rel.Env)
+	cur, err := s.store.InTx(tx).Read(rel.Agent, rel.Env)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +179,7 @@ func (s *Service) change(ctx context.Context, tx *gorm.DB, rel *Release, action 
 			c.Reason = "release " + rel.ID + " rolled back"
 		}
 	}
-	return s.store.ChangePointerTx(ctx, tx, c)
+	return s.store.InTx(tx).Change(ctx, c)
 }
 
 type stepGone struct{}

@@ -172,6 +172,15 @@ func Dialect(db *gorm.DB) string {
 	return db.Dialector.Name()
 }
 
+// ForUpdate is the locking clause a read inside a write transaction needs
+// on MySQL (" FOR UPDATE"); SQLite's one writer needs none ("").
+func ForUpdate(db *gorm.DB) string {
+	if Dialect(db) == MySQL {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
 // Close closes the connection pool under db.
 func Close(db *gorm.DB) error {
 	sqlDB, err := db.DB()
