@@ -27,6 +27,7 @@ type Event struct {
 	Agent     string          `json:"-"`
 	Env       string          `json:"-"`
 	SessionID string          `json:"-"`
+	Board     string          `json:"-"`
 	Resource  string          `json:"resource"`
 	Details   json.RawMessage `json:"details"`
 }
@@ -65,16 +66,16 @@ func (l Log) Append(ctx context.Context, tx *gorm.DB, ev Event, details any) err
 	if err != nil {
 		return fmt.Errorf("audit: details: %w", err)
 	}
-	return tx.Exec(`INSERT INTO audit_events (at_ms, actor, instance, action, agent, env, session_id, resource, details)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		now().UnixMilli(), ev.Actor, l.Instance, ev.Action, ev.Agent, ev.Env, ev.SessionID, ev.Resource, string(raw)).Error
+	return tx.Exec(`INSERT INTO audit_events (at_ms, actor, instance, action, agent, env, session_id, board, resource, details)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		now().UnixMilli(), ev.Actor, l.Instance, ev.Action, ev.Agent, ev.Env, ev.SessionID, ev.Board, ev.Resource, string(raw)).Error
 }
 
 // Filter selects events; Since is an event id (exclusive), oldest first.
 type Filter struct {
-	Agent, Env, SessionID, Action string
-	Since                         int64
-	Limit                         int
+	Agent, Env, SessionID, Action, Board string
+	Since                                int64
+	Limit                                int
 }
 
 // List returns events after f.Since matching f, oldest first, and the
@@ -84,16 +85,16 @@ func List(ctx context.Context, db *gorm.DB, f Filter) ([]Event, int64, error) {
 		return nil, 0, errors.New("audit: limit must be positive")
 	}
 	q := db.WithContext(ctx).Table("audit_events").Where("id > ?", f.Since)
-	for col, v := range map[string]string{"agent": f.Agent, "env": f.Env, "session_id": f.SessionID, "action": f.Action} {
+	for col, v := range map[string]string{"agent": f.Agent, "env": f.Env, "session_id": f.SessionID, "action": f.Action, "board": f.Board} {
 		if v != "" {
 			q = q.Where(col+" = ?", v)
 		}
 	}
 	var rows []struct {
-		ID                                                       int64
-		AtMs                                                     int64
-		Actor, Instance, Action, Agent, Env, SessionID, Resource string
-		Details                                                  string
+		ID                                                              int64
+		AtMs                                                            int64
+		Actor, Instance, Action, Agent, Env, SessionID, Board, Resource string
+		Details                                                         string
 	}
 	if err := q.Order("id").Limit(f.Limit + 1).Find(&rows).Error; err != nil {
 		return nil, 0, sqlstore.Translate(err)
@@ -106,7 +107,7 @@ func List(ctx context.Context, db *gorm.DB, f Filter) ([]Event, int64, error) {
 	out := make([]Event, len(rows))
 	for i, r := range rows {
 		out[i] = Event{ID: r.ID, At: time.UnixMilli(r.AtMs).UTC(), Actor: r.Actor, Instance: r.Instance, Action: r.Action,
-			Agent: r.Agent, Env: r.Env, SessionID: r.SessionID, Resource: r.Resource, Details: json.RawMessage(r.Details)}
+			Agent: r.Agent, Env: r.Env, SessionID: r.SessionID, Board: r.Board, Resource: r.Resource, Details: json.RawMessage(r.Details)}
 	}
 	return out, next, nil
 }
@@ -136,5 +137,30 @@ func Migrations() []sqlstore.Migration {
 				"audit_events_action":  "action, id",
 			},
 		})
-	}}}
+	}}, {Component: "audit", Version: 2, Name: "audit_events.board and audit_events.seq, the change feed's commit-order position", Up: addFeedColumns}}
+}
+
+// addFeedColumns adds the board an event names and seq, its position in
+// the change feed (NULL until the sequencer stamps it after commit; unique,
+// so two sequencers can never give one position twice). Columns are added
+// only when missing, so on MySQL (which commits each ALTER at once) a
+// migration that failed after them can run again.
+func addFeedColumns(tx *gorm.DB) error {
+	d := sqlstore.Dialect(tx)
+	if !tx.Migrator().HasColumn("audit_events", "board") {
+		if err := tx.Exec(`ALTER TABLE audit_events ADD COLUMN board ` + sqlstore.IDColumnType(d) + ` NOT NULL DEFAULT ''`).Error; err != nil {
+			return err
+		}
+	}
+	if !tx.Migrator().HasColumn("audit_events", "seq") {
+		if err := tx.Exec(`ALTER TABLE audit_events ADD COLUMN seq BIGINT NULL`).Error; err != nil {
+			return err
+		}
+	}
+	if !tx.Migrator().HasIndex("audit_events", "audit_events_seq") {
+		if err := tx.Exec(`CREATE UNIQUE INDEX audit_events_seq ON audit_events (seq)`).Error; err != nil {
+			return err
+		}
+	}
+	return nil
 }
