@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -76,6 +77,11 @@ type Options struct {
 	// EventFlush is how often lease events and rejected writes are written
 	// to the audit log; zero means 200ms.
 	EventFlush time.Duration
+	// EventRetention bounds how far back a change-feed reader may resume
+	// (PROMPTD_EVENT_RETENTION); zero means 168h.
+	EventRetention time.Duration
+	// FeedMetrics receives the change feed's metrics; nil records none.
+	FeedMetrics *events.FeedMetrics
 }
 
 // Runtime is promptd's domain services over one database. Safe for
@@ -94,9 +100,15 @@ type Runtime struct {
 	Resolver promptstore.Resolver
 	// Bus carries change events between the services and instances.
 	Bus *events.Bus
+	// Feed is the change feed: every committed change, in commit order,
+	// resumable by position (seq). Its sequencer runs on one instance of
+	// those sharing the database at a time (a job lease).
+	Feed *events.Feed
 
 	db     *gorm.DB
 	ownsDB bool
+	stop   context.CancelFunc
+	done   chan struct{}
 }
 
 // New builds the services over db, which must be migrated (Migrations).
@@ -145,9 +157,29 @@ func New(db *gorm.DB, o Options) *Runtime {
 		so.Logger = o.Logger
 	}
 	sessions := session.New(so)
+
+	// The change feed: the sequencer stamps committed audit events with
+	// their positions; the feed reads them for this instance's readers.
+	poll := 100 * time.Millisecond // without Redis the store is the only signal
+	if o.Redis != nil {
+		poll = time.Second // KindFeed arrives through Redis; polling only heals a lost message
+	}
+	feed := events.NewFeed(events.FeedOptions{DB: db, Bus: bus, Poll: poll, Retention: o.EventRetention,
+		Logger: o.Logger, Metrics: o.FeedMetrics})
+	seq := events.NewSequencer(events.SequencerOptions{DB: db, Bus: bus, Locker: o.Locker, Keys: o.Keys,
+		Logger: o.Logger, Metrics: o.FeedMetrics})
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		wg.Go(func() { feed.Run(ctx) })
+		wg.Go(func() { seq.Run(ctx) })
+		wg.Wait()
+	}()
 	return &Runtime{Prompts: store, Releases: releases, Sessions: sessions, Events: batcher,
 		Leases:   leases.New(leases.Options{Locker: o.Locker, Keys: o.Keys, Events: batcher}),
-		Resolver: session.Resolver{S: sessions, Next: arm}, Bus: bus, db: db}
+		Resolver: session.Resolver{S: sessions, Next: arm}, Bus: bus, Feed: feed, db: db, stop: stop, done: done}
 }
 
 // Open opens the database of cfg, migrates it and builds the services;
@@ -180,10 +212,12 @@ func (r *Runtime) Assemble(ctx context.Context, in promptstore.AssembleInput) (*
 	return r.Prompts.Assemble(ctx, r.Resolver, r.Sessions, in)
 }
 
-// Close writes the queued events, ends the event subscription and, when
+// Close stops the change feed, writes the queued events, ends the event subscription and, when
 // Open opened it, closes the database. The Locker and Redis client are the
 // caller's.
 func (r *Runtime) Close() error {
+	r.stop()
+	<-r.done
 	r.Events.Close()
 	err := errors.Join(r.Prompts.Close(), r.Bus.Close())
 	if r.ownsDB {

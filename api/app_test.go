@@ -59,6 +59,7 @@ type app struct {
 	events   *audit.Batcher
 	h        http.Handler
 	srv      *api.Server
+	rt       *promptd.Runtime
 	logs     *syncBuffer
 	locker   locks.Locker
 	keys     locks.Keys
@@ -96,12 +97,13 @@ func newAppWith(t *testing.T, db *gorm.DB, o promptstore.Options, mod ...func(*a
 		Leases:      leases.New(leases.Options{Locker: locker, Keys: keys, Events: rt.Events}),
 		Idempotency: idempotency.New(db, idempotency.Options{}),
 		Audit:       func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) { return audit.List(ctx, db, f) },
+		Feed:        rt.Feed,
 	}
 	for _, m := range mod {
 		m(&cfg)
 	}
 	srv := api.New(cfg)
-	return &app{t: t, db: db, store: rt.Prompts, releases: rt.Releases, sessions: rt.Sessions, events: rt.Events,
+	return &app{t: t, db: db, rt: rt, store: rt.Prompts, releases: rt.Releases, sessions: rt.Sessions, events: rt.Events,
 		h: srv.Handler(), srv: srv, logs: logs, locker: locker, keys: keys}
 }
 

@@ -59,6 +59,7 @@ type Token struct {
 // Echo context keys set by the middleware.
 const (
 	ctxActor     = "promptd.actor"
+	ctxRole      = "promptd.role"
 	ctxRequestID = "promptd.request_id"
 )
 
@@ -103,6 +104,7 @@ func (s *Server) require(role string) echo.MiddlewareFunc {
 				return errUnauthorized()
 			}
 			c.Set(ctxActor, t.Name)
+			c.Set(ctxRole, t.Role)
 			if role == RoleAdmin && t.Role != RoleAdmin {
 				return Errorf(CodeForbidden, "token %q (role %s) may not use this route; it needs an admin token", t.Name, t.Role)
 			}
@@ -117,4 +119,10 @@ func (s *Server) require(role string) echo.MiddlewareFunc {
 func actorOf(c echo.Context) string {
 	name, _ := c.Get(ctxActor).(string)
 	return name
+}
+
+// roleOf is the role of the request's token ("" before authentication).
+func roleOf(c echo.Context) string {
+	role, _ := c.Get(ctxRole).(string)
+	return role
 }

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/promptd/promptd/api/idempotency"
+	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
@@ -81,6 +83,7 @@ var statuses = map[string]int{
 	"limit_exceeded":          422,
 	"lease_held":              423,
 	"precondition_required":   428,
+	"cursor_expired":          410,
 	"quota_exceeded":          429,
 	"internal":                500,
 	"store_unavailable":       503,
@@ -168,6 +171,7 @@ func problemFor(err error) *Error {
 		ra       *promptstore.ReleaseActive
 		limit    *promptstore.LimitError
 		header   fromHeader
+		expired  *events.CursorExpiredError
 	)
 	if p := coordinationProblem(err); p != nil {
 		return p
@@ -236,6 +240,9 @@ func problemFor(err error) *Error {
 	case errors.Is(err, locks.ErrTooManyWaiters):
 		return (&Error{Code: "quota_exceeded", Detail: "too many lease requests are waiting on this instance; retry later", Err: err}).
 			WithHeader("Retry-After", "1")
+	case errors.As(err, &expired):
+		return (&Error{Code: "cursor_expired", Err: err, Detail: fmt.Sprintf(
+			"the feed no longer keeps events after this position; resume from %d (or since=0)", expired.Oldest)}).With("oldest", strconv.FormatInt(expired.Oldest, 10))
 	case errors.Is(err, echo.ErrNotFound):
 		return &Error{Code: CodeNotFound, Detail: "no such route", Err: err}
 	case errors.Is(err, echo.ErrMethodNotAllowed):

@@ -74,6 +74,10 @@ func (s *Server) routes() {
 	// Batch import and audit.
 	v1.POST("/import", s.handleImport, idempotentAdmin...)
 	v1.GET("/audit", s.handleAudit, admin...)
+
+	// The change feed: every committed change, in commit order.
+	v1.GET("/events", s.handleEvents, runtime...)
+	v1.GET("/boards/:board/changes", s.handleBoardChanges, runtime...)
 }
 
 // composed registers routes with their middleware composed once, at

@@ -14,6 +14,7 @@ import (
 
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
@@ -71,6 +72,14 @@ type Config struct {
 	// Audit lists audit events for GET /v1/audit (required with Prompts):
 	// audit.List over the database.
 	Audit AuditReader
+	// Feed serves GET /v1/events (the change feed); nil: that route
+	// answers 500 internal.
+	Feed *events.Feed
+	// FeedMetrics counts the open streams; nil counts nothing.
+	FeedMetrics *events.FeedMetrics
+	// StreamsPerToken caps the open event streams and waits per token on
+	// this instance; zero means DefaultStreamsPerToken.
+	StreamsPerToken int
 	// ImportMaxBytes is the body limit of POST /v1/import; zero means
 	// DefaultImportMaxBytes.
 	ImportMaxBytes int64
@@ -139,6 +148,11 @@ type Server struct {
 	answers *answerCache
 	// secretHashes are the SHA-256 of cfg.Tokens' secrets, by index.
 	secretHashes [][32]byte
+	// streams counts open event streams per token; closing ends them at
+	// Shutdown.
+	streams  *streamSlots
+	closing  context.Context
+	closeAll context.CancelFunc
 }
 
 // New returns a server with every route registered.
@@ -189,7 +203,9 @@ func New(cfg Config) *Server {
 
 	s := &Server{e: e, cfg: cfg, log: cfg.Logger, metrics: newHTTPMetrics(cfg.Registerer),
 		limits: map[string]int64{"/v1/import": cfg.ImportMaxBytes}, answers: newAnswerCache(answerCacheBytes),
-		secretHashes: hashSecrets(cfg.Tokens)}
+		secretHashes: hashSecrets(cfg.Tokens),
+		streams:      &streamSlots{open: map[string]int{}, limit: cmp.Or(cfg.StreamsPerToken, DefaultStreamsPerToken)}}
+	s.closing, s.closeAll = context.WithCancel(context.Background())
 	e.HTTPErrorHandler = s.handleError
 	e.Use(s.observe, s.bodyLimit)
 	s.routes()
@@ -215,6 +231,10 @@ func (s *Server) Serve(ln net.Listener) error {
 	return err
 }
 
-// Shutdown stops accepting connections and waits, up to ctx's deadline,
-// for requests in flight to finish.
-func (s *Server) Shutdown(ctx context.Context) error { return s.e.Shutdown(ctx) }
+// Shutdown stops accepting connections, ends event streams and long-polls
+// (their clients resume elsewhere) and waits, up to ctx's deadline, for
+// requests in flight to finish.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closeAll()
+	return s.e.Shutdown(ctx)
+}

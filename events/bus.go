@@ -62,6 +62,7 @@ type Bus struct {
 
 	mu       sync.RWMutex
 	handlers map[string][]func(context.Context, Event)
+	all      []func(context.Context, Event)
 	sub      *redis.PubSub
 	closed   bool
 }
@@ -88,6 +89,14 @@ func (b *Bus) Subscribe(kind string, fn func(context.Context, Event)) {
 	b.mu.Unlock()
 }
 
+// SubscribeAll calls fn for every event of every kind, from this or
+// another instance.
+func (b *Bus) SubscribeAll(fn func(context.Context, Event)) {
+	b.mu.Lock()
+	b.all = append(b.all, fn)
+	b.mu.Unlock()
+}
+
 // Publish announces ev. Handlers of this instance run at once; other
 // instances hear it through Redis. A lost message is healed by the
 // reconcilers.
@@ -107,9 +116,12 @@ func (b *Bus) Publish(ctx context.Context, ev Event) {
 
 func (b *Bus) deliver(ctx context.Context, ev Event) {
 	b.mu.RLock()
-	hs := b.handlers[ev.Kind]
+	hs, all := b.handlers[ev.Kind], b.all
 	b.mu.RUnlock()
 	for _, h := range hs {
+		h(ctx, ev)
+	}
+	for _, h := range all {
 		h(ctx, ev)
 	}
 }

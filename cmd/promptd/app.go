@@ -17,6 +17,7 @@ import (
 	"github.com/promptd/promptd/api"
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
@@ -86,6 +87,7 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	keys := locks.Keys{Prefix: cfg.KeyPrefix}
+	feedMetrics := events.NewFeedMetrics(m.registry)
 	// The domain services, wired as package promptd wires them for any
 	// embedding program (resolution: session pin -> release arm -> env
 	// pointer).
@@ -93,6 +95,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Instance: cfg.InstanceID,
 		Logger:   m.Logger,
 		Locker:   m.locker, Keys: keys, Redis: m.redis, RedisTimeout: cfg.RedisTimeout,
+		EventRetention: cfg.EventRetention, FeedMetrics: feedMetrics,
 		Prompts: promptstore.Options{
 			Metrics: promptstore.NewMetrics(m.registry),
 			Limits: promptstore.Limits{AssembleMaxBytes: cfg.AssembleMaxBytes, MaxHistoryTurns: int(cfg.AssembleMaxHistoryTurns),
@@ -134,7 +137,10 @@ func (m *Main) Open(ctx context.Context) error {
 		Audit: func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) {
 			return audit.List(ctx, m.db, f)
 		},
-		ImportMaxBytes: cfg.ImportMaxBytes,
+		ImportMaxBytes:  cfg.ImportMaxBytes,
+		Feed:            m.rt.Feed,
+		FeedMetrics:     feedMetrics,
+		StreamsPerToken: cfg.StreamsPerToken,
 
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,

@@ -23,6 +23,8 @@ import (
 // check that loadConfig reads exactly these and that docker-compose.yml
 // sets no other PROMPTD_ variable.
 var configVars = []string{
+	"PROMPTD_EVENT_RETENTION",
+	"PROMPTD_STREAMS_PER_TOKEN",
 	"PROMPTD_ADDR",
 	"PROMPTD_DATA_DIR",
 	"PROMPTD_MYSQL_DSN",
@@ -98,6 +100,8 @@ type Config struct {
 	AuditRetention   time.Duration // audit events older than this are deleted
 	LeaseMaxWaiters  int           // lease acquires waiting at once per process
 	LockFenceTTL     time.Duration // how long a Redis fence counter outlives its last grant
+	EventRetention   time.Duration // how far back a change-feed reader may resume
+	StreamsPerToken  int           // open event streams and waits per token per instance
 
 	// Limits on what one session holds and one read may cost.
 	SessionMaxTurns         int64
@@ -152,6 +156,8 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		DiffMaxLines:            e.count("PROMPTD_DIFF_MAX_LINES", 20000),
 		DiffCacheBytes:          e.bytes("PROMPTD_DIFF_CACHE_BYTES", 16<<20),
 	}
+	c.EventRetention = e.duration("PROMPTD_EVENT_RETENTION", 168*time.Hour)
+	c.StreamsPerToken = int(e.count("PROMPTD_STREAMS_PER_TOKEN", api.DefaultStreamsPerToken))
 	c.ReadHeaderTimeout = e.duration("PROMPTD_READ_HEADER_TIMEOUT", api.DefaultReadHeaderTimeout)
 	c.ReadTimeout = e.duration("PROMPTD_READ_TIMEOUT", api.DefaultReadTimeout)
 	c.WriteTimeout = e.duration("PROMPTD_WRITE_TIMEOUT", api.DefaultWriteTimeout)

@@ -1,0 +1,393 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/events"
+	"github.com/promptd/promptd/locks"
+)
+
+// Change feed limits (API.md, Events: change feed).
+const (
+	// DefaultStreamsPerToken caps the open streams and waits of one token
+	// on one instance (PROMPTD_STREAMS_PER_TOKEN).
+	DefaultStreamsPerToken = 20
+	eventsDefaultLimit     = 100
+	eventsMaxLimit         = 1000
+	eventsDefaultWait      = 25 * time.Second
+	eventsMaxWait          = 30 * time.Second
+	// progressEvery is the period of SSE progress events: they keep
+	// proxies from closing a quiet stream and advance a filtered reader's
+	// cursor.
+	progressEvery = 15 * time.Second
+	// streamWriteTimeout bounds each write to a stream: a subscriber that
+	// stops reading is dropped after it (and resumes from its last id),
+	// never buffered for.
+	streamWriteTimeout = 10 * time.Second
+	maxActionPatterns  = 32
+	streamPage         = 500
+)
+
+// runtimeActions are the events a runtime token may see; admin tokens see
+// every event.
+var runtimeActions = map[string]bool{
+	"version.created": true, "pointer.switched": true, "version.revoked": true, "version.unrevoked": true,
+	"release.created": true, "release.percent_changed": true, "release.step_applied": true, "release.paused": true,
+	"release.resumed": true, "release.promoted": true, "release.rolled_back": true, "release.guard_tripped": true,
+	"env.rolled_back": true,
+}
+
+// visibleTo reports whether a token of role may see an event of action.
+func visibleTo(role, action string) bool {
+	return role == RoleAdmin || runtimeActions[action] || strings.HasPrefix(action, "board.")
+}
+
+// feedEvent is an event of the change feed as the API shows it.
+type feedEvent struct {
+	Seq      int64           `json:"seq"`
+	ID       int64           `json:"id"`
+	At       timestamp       `json:"at"`
+	Action   string          `json:"action"`
+	Agent    string          `json:"agent,omitempty"`
+	Env      string          `json:"env,omitempty"`
+	Board    string          `json:"board,omitempty"`
+	Resource string          `json:"resource"`
+	Revision *int64          `json:"revision,omitempty"`
+	Details  json.RawMessage `json:"details"`
+	Actor    string          `json:"actor,omitempty"`
+	Instance string          `json:"instance,omitempty"`
+}
+
+func toFeedEvent(e audit.Stamped, admin bool) feedEvent {
+	out := feedEvent{Seq: e.Seq, ID: e.ID, At: timestamp(e.At), Action: e.Action, Agent: e.Agent, Env: e.Env,
+		Board: e.Board, Resource: e.Resource, Details: e.Details}
+	var d struct {
+		Revision *int64 `json:"revision"`
+	}
+	if json.Unmarshal(e.Details, &d) == nil {
+		out.Revision = d.Revision
+	}
+	if len(out.Details) == 0 {
+		out.Details = json.RawMessage("{}")
+	}
+	if admin {
+		out.Actor, out.Instance = e.Actor, e.Instance
+	}
+	return out
+}
+
+// streamSlots counts the open streams and waits of each token on this
+// instance.
+type streamSlots struct {
+	mu    sync.Mutex
+	open  map[string]int
+	limit int
+}
+
+func (s *streamSlots) take(token string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open[token] >= s.limit {
+		return false
+	}
+	s.open[token]++
+	return true
+}
+
+func (s *streamSlots) give(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open[token]--; s.open[token] <= 0 {
+		delete(s.open, token)
+	}
+}
+
+// feedQuery is a parsed GET /v1/events.
+type feedQuery struct {
+	filter events.Filter
+	since  int64
+	fresh  bool // since omitted: new events only
+	limit  int
+	wait   time.Duration
+	role   string
+}
+
+func (s *Server) parseFeedQuery(c echo.Context, sse bool) (feedQuery, error) {
+	q := feedQuery{limit: eventsDefaultLimit, wait: eventsDefaultWait, role: roleOf(c)}
+	if raw := c.QueryParam("actions"); raw != "" {
+		for _, a := range strings.Split(raw, ",") {
+			if !validActionPattern(a) {
+				return q, invalidField("actions", "actions is a comma-separated list of event names or patterns such as release.*")
+			}
+			q.filter.Actions = append(q.filter.Actions, a)
+		}
+		if len(q.filter.Actions) > maxActionPatterns {
+			return q, invalidField("actions", "at most %d action patterns", maxActionPatterns)
+		}
+	}
+	for _, p := range []struct {
+		name string
+		dst  *string
+	}{{"agent", &q.filter.Agent}, {"env", &q.filter.Env}, {"board", &q.filter.Board}} {
+		if c.QueryParams().Has(p.name) {
+			v := c.QueryParam(p.name)
+			if err := locks.ValidateID(p.name, v); err != nil {
+				return q, err
+			}
+			*p.dst = v
+		}
+	}
+	since, field := c.QueryParam("since"), "since"
+	if id := c.Request().Header.Get("Last-Event-ID"); sse && id != "" {
+		since, field = id, "Last-Event-ID"
+	}
+	if since == "" {
+		q.fresh = true
+	} else if n, ok := positive(since, 1<<62); ok || since == "0" {
+		q.since = int64(n)
+	} else {
+		return q, invalidField(field, "%s must be a feed position (a non-negative integer)", field)
+	}
+	if v := c.QueryParam("limit"); v != "" {
+		n, ok := positive(v, eventsMaxLimit)
+		if !ok || n == 0 {
+			return q, invalidField("limit", "limit must be 1..%d", eventsMaxLimit)
+		}
+		q.limit = int(n)
+	}
+	if v := c.QueryParam("wait_ms"); v != "" {
+		n, ok := positive(v, int64(eventsMaxWait/time.Millisecond))
+		if !ok && v != "0" {
+			return q, invalidField("wait_ms", "wait_ms must be 0..%d", eventsMaxWait/time.Millisecond)
+		}
+		q.wait = time.Duration(n) * time.Millisecond
+	}
+	return q, nil
+}
+
+// validActionPattern: an event name of [a-z0-9._] with '*' wildcards, up
+// to 64 bytes.
+func validActionPattern(a string) bool {
+	return a != "" && validAction(strings.ReplaceAll(a, "*", "x"))
+}
+
+// start resolves where a reader begins: the feed's head for new events
+// only; the oldest kept position for 0; an expired position is
+// 410 cursor_expired.
+func (s *Server) feedStart(ctx context.Context, q feedQuery) (int64, error) {
+	f := s.cfg.Feed
+	if q.fresh {
+		return f.Position(ctx)
+	}
+	oldest, err := f.Oldest(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if q.since == 0 {
+		return oldest, nil
+	}
+	if q.since < oldest {
+		return 0, &events.CursorExpiredError{Oldest: oldest}
+	}
+	return q.since, nil
+}
+
+// handleEvents: GET /v1/events, as Server-Sent Events or a JSON long-poll.
+func (s *Server) handleEvents(c echo.Context) error {
+	if s.cfg.Feed == nil {
+		return errors.New("api: no change feed configured")
+	}
+	sse := strings.Contains(c.Request().Header.Get("Accept"), "text/event-stream")
+	return s.serveFeed(c, sse, nil)
+}
+
+// handleBoardChanges: GET /v1/boards/{board}/changes, the board's events
+// (as /v1/events?board=).
+func (s *Server) handleBoardChanges(c echo.Context) error {
+	if s.cfg.Feed == nil {
+		return errors.New("api: no change feed configured")
+	}
+	board := c.Param("board")
+	if err := locks.ValidateID("board", board); err != nil {
+		return err
+	}
+	sse := strings.Contains(c.Request().Header.Get("Accept"), "text/event-stream")
+	return s.serveFeed(c, sse, func(q *feedQuery) { q.filter.Board = board })
+}
+
+func (s *Server) serveFeed(c echo.Context, sse bool, adjust func(*feedQuery)) error {
+	q, err := s.parseFeedQuery(c, sse)
+	if err != nil {
+		return err
+	}
+	if adjust != nil {
+		adjust(&q)
+	}
+	ctx := c.Request().Context()
+	after, err := s.feedStart(ctx, q)
+	if err != nil {
+		return err
+	}
+	token := actorOf(c)
+	if !s.streams.take(token) {
+		return (&Error{Code: "quota_exceeded", Detail: "this token has too many open event streams and waits on this instance"}).
+			WithHeader("Retry-After", "1")
+	}
+	defer s.streams.give(token)
+	if m := s.cfg.FeedMetrics; m != nil {
+		m.Subscribers.Inc()
+		defer m.Subscribers.Dec()
+	}
+	// The stream or wait ends when the client leaves or the server shuts down.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.closing, cancel)
+	defer stop()
+	if sse {
+		return s.streamFeed(c, ctx, q, after)
+	}
+	return s.pollFeed(c, ctx, q, after)
+}
+
+// scan reads the feed after position after up to limit matching events,
+// skipping what q's filter and the token's role hide; it returns them and
+// the position scanned.
+func (s *Server) scan(ctx context.Context, q feedQuery, after int64, limit int) ([]feedEvent, int64, error) {
+	var out []feedEvent
+	for {
+		evs, scanned, err := s.cfg.Feed.Read(ctx, after, max(limit, streamPage))
+		if err != nil {
+			return nil, after, err
+		}
+		for _, e := range evs {
+			if len(out) == limit {
+				return out, after, nil
+			}
+			after = e.Seq
+			if visibleTo(q.role, e.Action) && q.filter.Match(e) {
+				out = append(out, toFeedEvent(e, q.role == RoleAdmin))
+			}
+		}
+		after = max(after, scanned)
+		if len(evs) == 0 || len(out) == limit {
+			return out, after, nil
+		}
+	}
+}
+
+// pollFeed answers one long-poll: the events after after, waiting up to
+// q.wait for one when there is none.
+func (s *Server) pollFeed(c echo.Context, ctx context.Context, q feedQuery, after int64) error {
+	s.extendDeadlines(c, q.wait)
+	deadline := time.Now().Add(q.wait)
+	for {
+		out, next, err := s.scan(ctx, q, after, q.limit)
+		if err != nil {
+			return err
+		}
+		after = next
+		if len(out) > 0 || !time.Now().Before(deadline) {
+			return s.send(c, http.StatusOK, feedPage{Items: nonNil(out), Next: strconv.FormatInt(after, 10)})
+		}
+		wctx, cancel := context.WithDeadline(ctx, deadline)
+		s.cfg.Feed.Wait(wctx, after)
+		cancel()
+		if ctx.Err() != nil {
+			if c.Request().Context().Err() != nil {
+				return c.Request().Context().Err() // the client left
+			}
+			// shutting down: answer what was scanned; the client resumes
+			return s.send(c, http.StatusOK, feedPage{Items: []feedEvent{}, Next: strconv.FormatInt(after, 10)})
+		}
+	}
+}
+
+func nonNil(evs []feedEvent) []feedEvent {
+	if evs == nil {
+		return []feedEvent{}
+	}
+	return evs
+}
+
+// feedPage is a long-poll answer: next is the position scanned.
+type feedPage struct {
+	Items []feedEvent `json:"items"`
+	Next  string      `json:"next"`
+}
+
+// streamFeed serves Server-Sent Events until the client leaves or the
+// server shuts down.
+func (s *Server) streamFeed(c echo.Context, ctx context.Context, q feedQuery, after int64) error {
+	w := c.Response()
+	h := w.Header()
+	h.Set(echo.HeaderContentType, "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	rc := http.NewResponseController(w)
+	write := func(b []byte) error {
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	w.WriteHeader(http.StatusOK)
+	// A first comment tells the client the stream is open.
+	if err := write([]byte(": promptd change feed\nretry: 1000\n\n")); err != nil {
+		return nil
+	}
+	var buf bytes.Buffer
+	progress := time.Now().Add(progressEvery)
+	for {
+		out, next, err := s.scan(ctx, q, after, streamPage)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			s.log.Warn("event stream: reading the feed failed; closing it (the client resumes)", "err", err)
+			return nil
+		}
+		if len(out) > 0 {
+			buf.Reset()
+			for _, e := range out {
+				b, err := encodeJSON(e)
+				if err != nil {
+					return nil
+				}
+				buf.WriteString("id: " + strconv.FormatInt(e.Seq, 10) + "\nevent: " + e.Action + "\ndata: ")
+				buf.Write(bytes.TrimRight(b, "\n"))
+				buf.WriteString("\n\n")
+			}
+			if err := write(buf.Bytes()); err != nil {
+				return nil // a subscriber that does not read is dropped; it resumes by Last-Event-ID
+			}
+		}
+		after = next
+		if len(out) == streamPage {
+			continue
+		}
+		wctx, cancel := context.WithDeadline(ctx, progress)
+		moved := s.cfg.Feed.Wait(wctx, after)
+		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !moved && !time.Now().Before(progress) {
+			if err := write([]byte("id: " + strconv.FormatInt(after, 10) + "\nevent: progress\ndata: {}\n\n")); err != nil {
+				return nil
+			}
+			progress = time.Now().Add(progressEvery)
+		}
+	}
+}

@@ -1,0 +1,190 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/promptd/promptd/sqlstore"
+)
+
+// The change feed's positions. An event's id is assigned when its
+// transaction inserts it, and concurrent transactions commit out of id
+// order, so a reader that resumes "after id n" can miss an event with a
+// smaller id that committed later. The feed therefore orders events by
+// seq, stamped after commit by Stamp:
+//
+//   - Stamp reads MAX(seq) and the committed, unstamped events in one
+//     transaction, gives them MAX+1, MAX+2, ... and commits. seq is unique,
+//     so of two stampers that read the same MAX one fails and retries.
+//   - A stamp of MAX+1 starts only after MAX committed (it read it), so seq
+//     k+1 never becomes visible before seq k: the stamped events a reader
+//     sees are always exactly seq 1..head, with no hole.
+//
+// A reader that resumes after seq n (ReadAfter) therefore gets every event
+// of the feed after n, once, in order. Events are stamped by one process at
+// a time in practice (events.Sequencer runs under a job lease), but the
+// argument above does not depend on it.
+
+// ErrStampRace: another stamper stamped some of the same events or took
+// the same positions first; nothing was written, and the next Stamp goes on.
+var ErrStampRace = errors.New("audit: another stamper moved first")
+
+// Stamp gives the committed events that have no seq yet the next feed
+// positions, oldest id first, at most batch of them, in one transaction.
+// It returns how many it stamped and the feed's head after it.
+func Stamp(ctx context.Context, db *gorm.DB, batch int) (stamped int, head int64, err error) {
+	if batch <= 0 {
+		return 0, 0, errors.New("audit: batch must be positive")
+	}
+	type result struct {
+		n    int
+		head int64
+	}
+	r, err := sqlstore.Transact(sqlstore.WithoutCommitHooks(ctx), db, func(tx *gorm.DB) (result, error) {
+		var max struct{ Head *int64 }
+		if err := tx.Raw(`SELECT MAX(seq) AS head FROM audit_events`).Scan(&max).Error; err != nil {
+			return result{}, err
+		}
+		var head int64
+		if max.Head != nil {
+			head = *max.Head
+		}
+		var ids []int64
+		if err := tx.Raw(`SELECT id FROM audit_events WHERE seq IS NULL ORDER BY id LIMIT ?`, batch).
+			Scan(&ids).Error; err != nil {
+			return result{}, err
+		}
+		if len(ids) == 0 {
+			return result{head: head}, nil
+		}
+		var b strings.Builder
+		args := make([]any, 0, 3*len(ids))
+		b.WriteString(`UPDATE audit_events SET seq = CASE id`)
+		for i, id := range ids {
+			b.WriteString(` WHEN ? THEN ?`)
+			args = append(args, id, head+int64(i)+1)
+		}
+		b.WriteString(` END WHERE seq IS NULL AND id IN (?` + strings.Repeat(`, ?`, len(ids)-1) + `)`)
+		for _, id := range ids {
+			args = append(args, id)
+		}
+		res := tx.Exec(b.String(), args...)
+		if res.Error != nil {
+			if sqlstore.IsDuplicate(res.Error) {
+				return result{}, ErrStampRace
+			}
+			return result{}, res.Error
+		}
+		if res.RowsAffected != int64(len(ids)) {
+			return result{}, ErrStampRace // rolled back: a row was stamped meanwhile
+		}
+		return result{n: len(ids), head: head + int64(len(ids))}, nil
+	})
+	if errors.Is(err, ErrStampRace) || sqlstore.IsDuplicate(err) {
+		return 0, 0, ErrStampRace
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("audit: stamp: %w", err)
+	}
+	return r.n, r.head, nil
+}
+
+// Stamped is an event of the change feed: an audit event and its position.
+type Stamped struct {
+	Seq int64
+	Event
+}
+
+// ReadAfter returns the feed's events with seq > after, in seq order, at
+// most limit of them.
+func ReadAfter(ctx context.Context, db *gorm.DB, after int64, limit int) ([]Stamped, error) {
+	if limit <= 0 {
+		return nil, errors.New("audit: limit must be positive")
+	}
+	var rows []struct {
+		Seq                                                             int64
+		ID                                                              int64
+		AtMs                                                            int64
+		Actor, Instance, Action, Agent, Env, SessionID, Board, Resource string
+		Details                                                         string
+	}
+	if err := db.WithContext(ctx).Raw(`SELECT seq, id, at_ms, actor, instance, action, agent, env, session_id, board, resource, details
+		FROM audit_events WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit).Scan(&rows).Error; err != nil {
+		return nil, sqlstore.Translate(err)
+	}
+	out := make([]Stamped, len(rows))
+	for i, r := range rows {
+		out[i] = Stamped{Seq: r.Seq, Event: Event{ID: r.ID, At: time.UnixMilli(r.AtMs).UTC(), Actor: r.Actor,
+			Instance: r.Instance, Action: r.Action, Agent: r.Agent, Env: r.Env, SessionID: r.SessionID, Board: r.Board,
+			Resource: r.Resource, Details: json.RawMessage(r.Details)}}
+	}
+	return out, nil
+}
+
+// Head is the highest seq stamped (0 when none is).
+func Head(ctx context.Context, db *gorm.DB) (int64, error) {
+	var r struct{ Head *int64 }
+	if err := db.WithContext(ctx).Raw(`SELECT MAX(seq) AS head FROM audit_events`).Scan(&r).Error; err != nil {
+		return 0, sqlstore.Translate(err)
+	}
+	if r.Head == nil {
+		return 0, nil
+	}
+	return *r.Head, nil
+}
+
+// OldestAfter is the lowest seq kept whose event was recorded at or after
+// notBefore: the oldest position a reader may resume from is that minus
+// one. Stamps follow recording time closely (each is stamped moments after
+// its commit), so it is found by a binary search over seq with point
+// reads. It returns head+1 when no such event is kept.
+func OldestAfter(ctx context.Context, db *gorm.DB, notBefore time.Time) (int64, error) {
+	db = db.WithContext(ctx)
+	var lo struct{ Low *int64 }
+	if err := db.Raw(`SELECT MIN(seq) AS low FROM audit_events`).Scan(&lo).Error; err != nil {
+		return 0, sqlstore.Translate(err)
+	}
+	head, err := Head(ctx, db)
+	if err != nil {
+		return 0, err
+	}
+	if lo.Low == nil {
+		return head + 1, nil
+	}
+	cut := notBefore.UnixMilli()
+	// atOrAfter: the first kept event at seq >= s, and whether it is new enough.
+	atOrAfter := func(s int64) (int64, bool, error) {
+		var r []struct {
+			Seq  int64
+			AtMs int64
+		}
+		if err := db.Raw(`SELECT seq, at_ms FROM audit_events WHERE seq >= ? ORDER BY seq LIMIT 1`, s).Scan(&r).Error; err != nil {
+			return 0, false, sqlstore.Translate(err)
+		}
+		if len(r) == 0 {
+			return head + 1, true, nil
+		}
+		return r[0].Seq, r[0].AtMs >= cut, nil
+	}
+	low, high := *lo.Low, head+1 // the first fresh position is in [low, high]
+	for low < high {
+		mid := low + (high-low)/2
+		_, fresh, err := atOrAfter(mid)
+		if err != nil {
+			return 0, err
+		}
+		if fresh {
+			high = mid
+		} else {
+			low = mid + 1
+		}
+	}
+	s, _, err := atOrAfter(low)
+	return s, err
+}
