@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -34,6 +35,10 @@ type PromptCache struct {
 	mu      sync.Mutex
 	entries map[cacheKey]*cacheEntry
 
+	streamMaxAge time.Duration
+	streaming    atomic.Bool // Follow's stream is up: entries are invalidated by events
+	applied      atomic.Int64
+
 	hits, revalidations, notModified, changed, staleServed, dropped atomic.Int64
 }
 
@@ -52,6 +57,13 @@ func CacheTimeout(d time.Duration) CacheOption { return func(pc *PromptCache) { 
 // past it, arbitrary entries are evicted (and fetched again when asked).
 func CacheMaxEntries(n int) CacheOption { return func(pc *PromptCache) { pc.maxEntries = max(n, 1) } }
 
+// CacheStreamMaxAge sets how long a validated prompt is served while
+// Follow's stream is up (default 1 min): events invalidate entries at
+// once, and this only bounds what a lost event could cost.
+func CacheStreamMaxAge(d time.Duration) CacheOption {
+	return func(pc *PromptCache) { pc.streamMaxAge = d }
+}
+
 // CacheOnError is called with each revalidation error (for logs and
 // metrics), whether the last good prompt was served or dropped.
 func CacheOnError(f func(agent, env string, err error)) CacheOption {
@@ -61,7 +73,7 @@ func CacheOnError(f func(agent, env string, err error)) CacheOption {
 // NewPromptCache returns an empty cache that fetches through c.
 func (c *Client) NewPromptCache(opts ...CacheOption) *PromptCache {
 	pc := &PromptCache{c: c, maxAge: 5 * time.Second, timeout: 2 * time.Second, maxEntries: 100_000,
-		entries: map[cacheKey]*cacheEntry{}}
+		entries: map[cacheKey]*cacheEntry{}, streamMaxAge: time.Minute}
 	for _, o := range opts {
 		o(pc)
 	}
@@ -77,6 +89,8 @@ type cacheEntry struct {
 	busy    chan struct{} // closed when the revalidation in flight ends
 	envTag  string        // ETag of the env as last read
 	revoked []int         // the env's revoked versions as last read
+	gen     uint64        // bumped by each invalidation
+	evicted []int         // versions revoked by events since the last revalidation began
 }
 
 // CacheStats counts what the cache did.
@@ -113,8 +127,12 @@ func (pc *PromptCache) Get(ctx context.Context, agent, env, userID, sessionID st
 	}
 	pc.mu.Unlock()
 	for {
+		maxAge := pc.maxAge
+		if pc.streaming.Load() {
+			maxAge = max(maxAge, pc.streamMaxAge)
+		}
 		e.mu.Lock()
-		fresh := e.prompt != nil && time.Since(e.checked) < pc.maxAge
+		fresh := e.prompt != nil && time.Since(e.checked) < maxAge
 		if fresh || (e.prompt != nil && e.busy != nil) {
 			p := e.prompt
 			e.mu.Unlock()
@@ -132,7 +150,8 @@ func (pc *PromptCache) Get(ctx context.Context, agent, env, userID, sessionID st
 		}
 		busy := make(chan struct{})
 		e.busy = busy
-		old, etag, envTag, revoked := e.prompt, "", e.envTag, e.revoked
+		old, etag, envTag, revoked, gen := e.prompt, "", e.envTag, e.revoked, e.gen
+		e.evicted = nil
 		if old != nil {
 			etag = old.ETag
 		}
@@ -141,8 +160,12 @@ func (pc *PromptCache) Get(ctx context.Context, agent, env, userID, sessionID st
 		r := pc.revalidate(ctx, k, old, etag, envTag, revoked)
 
 		e.mu.Lock()
+		if r.prompt != nil && contains(e.evicted, r.prompt.Version) {
+			// revoked by an event while promptd answered from before it
+			r = pc.drop(r, fmt.Errorf("%w: %s/%s version %d", ErrPromptRevoked, agent, env, r.prompt.Version))
+		}
 		e.prompt, e.envTag, e.revoked = r.prompt, r.envTag, r.revoked
-		if r.validated {
+		if r.validated && e.gen == gen { // an event during the revalidation: ask again next time
 			e.checked = time.Now()
 		}
 		e.busy = nil
@@ -253,3 +276,78 @@ func (pc *PromptCache) Len() int {
 	defer pc.mu.Unlock()
 	return len(pc.entries)
 }
+
+// followActions are the events that change what an env resolves to.
+var followActions = []string{"pointer.switched", "version.revoked", "version.unrevoked", "release.*", "env.rolled_back"}
+
+// Follow keeps the cache current from promptd's change feed until ctx
+// ends: a pointer switch, rollback, release change or revocation of an
+// agent's env invalidates its entries at once (the next Get revalidates),
+// and a revoked version is dropped before anyone can be served it. While
+// the stream is up, entries are served up to CacheStreamMaxAge; when it is
+// down (Follow reconnects with Last-Event-ID, missing nothing), the cache
+// falls back to revalidating every MaxAge. Run it in a goroutine; it
+// returns ctx's error, or an authoritative refusal (a bad token).
+func (pc *PromptCache) Follow(ctx context.Context) error {
+	defer pc.streaming.Store(false)
+	return pc.c.Subscribe(ctx, Subscription{
+		Filter:  EventFilter{Actions: followActions},
+		OnEvent: pc.apply,
+		OnState: func(up bool, _ error) {
+			if up && !pc.streaming.Load() {
+				// What changed while no stream was up is not known:
+				// revalidate everything once (cheap 304s).
+				pc.invalidate(func(cacheKey) bool { return true }, 0)
+			}
+			pc.streaming.Store(up)
+		},
+		OnReset: func() { pc.invalidate(func(cacheKey) bool { return true }, 0) },
+	})
+}
+
+// apply invalidates the entries an event changes.
+func (pc *PromptCache) apply(ev Event) {
+	pc.applied.Add(1)
+	if ev.Agent == "" {
+		pc.invalidate(func(cacheKey) bool { return true }, 0)
+		return
+	}
+	revoked := 0
+	if ev.Action == "version.revoked" {
+		var d struct {
+			Version int `json:"version"`
+		}
+		_ = json.Unmarshal(ev.Details, &d)
+		revoked = d.Version
+	}
+	pc.invalidate(func(k cacheKey) bool { return k.agent == ev.Agent && (ev.Env == "" || k.env == ev.Env) }, revoked)
+}
+
+// invalidate marks the matching entries for revalidation, and drops their
+// prompt when it is version revoked (non-zero).
+func (pc *PromptCache) invalidate(match func(cacheKey) bool, revoked int) {
+	pc.mu.Lock()
+	var hit []*cacheEntry
+	for k, e := range pc.entries {
+		if match(k) {
+			hit = append(hit, e)
+		}
+	}
+	pc.mu.Unlock()
+	for _, e := range hit {
+		e.mu.Lock()
+		e.checked = time.Time{}
+		e.gen++
+		if revoked != 0 {
+			e.evicted = append(e.evicted, revoked)
+		}
+		if revoked != 0 && e.prompt != nil && e.prompt.Version == revoked {
+			e.prompt = nil
+			pc.dropped.Add(1)
+		}
+		e.mu.Unlock()
+	}
+}
+
+// Streaming reports whether Follow's stream is up.
+func (pc *PromptCache) Streaming() bool { return pc.streaming.Load() }
