@@ -65,6 +65,7 @@ var commands = map[string]command{
 	"rollback": {"rollback AGENT ENV [--to V] [--reason R]", runRollback},
 	"release":  {releaseUsage, runRelease},
 	"sessions": {"sessions get ID", runSessions},
+	"events":   {eventsUsage, runEvents},
 	"audit":    {"audit [--agent A] [--env E] [--session S] [--action X] [--since ID] [--limit N]", runAudit},
 }
 
