@@ -85,6 +85,7 @@ type cluster struct {
 	nodes        []*testenv.Promptd
 	redis        *testenv.RedisServer
 	redisCluster *redis.ClusterClient
+	dsn          string // the MariaDB database they share
 }
 
 func startCluster(t *testing.T, n int, extra map[string]string) *cluster {
@@ -101,7 +102,7 @@ func startCluster(t *testing.T, n int, extra map[string]string) *cluster {
 func startClusterOn(t *testing.T, n int, extra map[string]string, redisURL string, clusterMode bool) *cluster {
 	t.Helper()
 	dsn := testenv.MySQLDSN(t)
-	c := &cluster{}
+	c := &cluster{dsn: dsn}
 	for i := 0; i < n; i++ {
 		vars := map[string]string{"PROMPTD_MYSQL_DSN": dsn, "PROMPTD_REDIS_URL": redisURL, "PROMPTD_TOKENS": tokens,
 			"PROMPTD_INSTANCE_ID": fmt.Sprint("node-", i), "PROMPTD_RECONCILE_EVERY": "1s"}
