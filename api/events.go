@@ -87,6 +87,43 @@ func toFeedEvent(e audit.Stamped, admin bool) feedEvent {
 	return out
 }
 
+// frameCache keeps the SSE frames of recent events, per role view, so
+// that an event sent to many subscribers is encoded once per view.
+type frameCache struct {
+	mu     sync.Mutex
+	frames [4096]struct {
+		seq   int64
+		admin bool
+		b     []byte
+	}
+}
+
+func (fc *frameCache) frame(e audit.Stamped, admin bool) ([]byte, error) {
+	i := e.Seq * 2 % int64(len(fc.frames))
+	if admin {
+		i++
+	}
+	fc.mu.Lock()
+	if f := fc.frames[i]; f.seq == e.Seq && f.admin == admin && f.b != nil {
+		fc.mu.Unlock()
+		return f.b, nil
+	}
+	fc.mu.Unlock()
+	b, err := encodeJSON(toFeedEvent(e, admin))
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	buf.WriteString("id: " + strconv.FormatInt(e.Seq, 10) + "\nevent: " + e.Action + "\ndata: ")
+	buf.Write(bytes.TrimRight(b, "\n"))
+	buf.WriteString("\n\n")
+	out := buf.Bytes()
+	fc.mu.Lock()
+	fc.frames[i].seq, fc.frames[i].admin, fc.frames[i].b = e.Seq, admin, out
+	fc.mu.Unlock()
+	return out, nil
+}
+
 // streamSlots counts the open streams and waits of each token on this
 // instance.
 type streamSlots struct {
@@ -263,8 +300,8 @@ func (s *Server) serveFeed(c echo.Context, sse bool, adjust func(*feedQuery)) er
 // scan reads the feed after position after up to limit matching events,
 // skipping what q's filter and the token's role hide; it returns them and
 // the position scanned.
-func (s *Server) scan(ctx context.Context, q feedQuery, after int64, limit int) ([]feedEvent, int64, error) {
-	var out []feedEvent
+func (s *Server) scan(ctx context.Context, q feedQuery, after int64, limit int) ([]audit.Stamped, int64, error) {
+	var out []audit.Stamped
 	for {
 		evs, scanned, err := s.cfg.Feed.Read(ctx, after, max(limit, streamPage))
 		if err != nil {
@@ -276,7 +313,7 @@ func (s *Server) scan(ctx context.Context, q feedQuery, after int64, limit int) 
 			}
 			after = e.Seq
 			if visibleTo(q.role, e.Action) && q.filter.Match(e) {
-				out = append(out, toFeedEvent(e, q.role == RoleAdmin))
+				out = append(out, e)
 			}
 		}
 		after = max(after, scanned)
@@ -298,7 +335,11 @@ func (s *Server) pollFeed(c echo.Context, ctx context.Context, q feedQuery, afte
 		}
 		after = next
 		if len(out) > 0 || !time.Now().Before(deadline) {
-			return s.send(c, http.StatusOK, feedPage{Items: nonNil(out), Next: strconv.FormatInt(after, 10)})
+			items := make([]feedEvent, len(out))
+			for i, e := range out {
+				items[i] = toFeedEvent(e, q.role == RoleAdmin)
+			}
+			return s.send(c, http.StatusOK, feedPage{Items: items, Next: strconv.FormatInt(after, 10)})
 		}
 		wctx, cancel := context.WithDeadline(ctx, deadline)
 		s.cfg.Feed.Wait(wctx, after)
@@ -311,13 +352,6 @@ func (s *Server) pollFeed(c echo.Context, ctx context.Context, q feedQuery, afte
 			return s.send(c, http.StatusOK, feedPage{Items: []feedEvent{}, Next: strconv.FormatInt(after, 10)})
 		}
 	}
-}
-
-func nonNil(evs []feedEvent) []feedEvent {
-	if evs == nil {
-		return []feedEvent{}
-	}
-	return evs
 }
 
 // feedPage is a long-poll answer: next is the position scanned.
@@ -361,13 +395,11 @@ func (s *Server) streamFeed(c echo.Context, ctx context.Context, q feedQuery, af
 		if len(out) > 0 {
 			buf.Reset()
 			for _, e := range out {
-				b, err := encodeJSON(e)
+				b, err := s.frames.frame(e, q.role == RoleAdmin)
 				if err != nil {
 					return nil
 				}
-				buf.WriteString("id: " + strconv.FormatInt(e.Seq, 10) + "\nevent: " + e.Action + "\ndata: ")
-				buf.Write(bytes.TrimRight(b, "\n"))
-				buf.WriteString("\n\n")
+				buf.Write(b)
 			}
 			if err := write(buf.Bytes()); err != nil {
 				return nil // a subscriber that does not read is dropped; it resumes by Last-Event-ID

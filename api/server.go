@@ -151,6 +151,7 @@ type Server struct {
 	// streams counts open event streams per token; closing ends them at
 	// Shutdown.
 	streams  *streamSlots
+	frames   frameCache
 	closing  context.Context
 	closeAll context.CancelFunc
 }

@@ -205,13 +205,33 @@ func feedCompleteness(t *testing.T, killRedis bool) {
 // sseRead reads /v1/events from since as an admin until ctx ends, calling
 // fn for each event.
 func sseRead(ctx context.Context, base, since string, fn func(seq, id int64)) error {
-	req, err := http.NewRequestWithContext(ctx, "GET", base+"/v1/events?since="+since, nil)
+	var derr error
+	err := sseStream(ctx, base+"/v1/events?since="+since, adminToken, func() {}, func(data []byte) {
+		var e struct{ Seq, ID int64 }
+		if err := json.Unmarshal(data, &e); err != nil {
+			derr = err
+			return
+		}
+		fn(e.Seq, e.ID)
+	})
+	if derr != nil {
+		return derr
+	}
+	return err
+}
+
+var jsonUnmarshal = json.Unmarshal
+
+// sseStream reads a Server-Sent Events stream until ctx ends or it
+// closes: open is called once it is open, fn with each event's data
+// (progress events skipped).
+func sseStream(ctx context.Context, url, token string, open func(), fn func(data []byte)) error {
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Last-Event-ID", since)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
@@ -220,6 +240,7 @@ func sseRead(ctx context.Context, base, since string, fn func(seq, id int64)) er
 	if res.StatusCode != 200 {
 		return fmt.Errorf("status %d", res.StatusCode)
 	}
+	open()
 	sc := bufio.NewScanner(res.Body)
 	sc.Buffer(make([]byte, 64<<10), 8<<20)
 	var event, data string
@@ -228,11 +249,7 @@ func sseRead(ctx context.Context, base, since string, fn func(seq, id int64)) er
 		switch {
 		case line == "":
 			if event != "" && event != "progress" {
-				var e struct{ Seq, ID int64 }
-				if err := json.Unmarshal([]byte(data), &e); err != nil {
-					return err
-				}
-				fn(e.Seq, e.ID)
+				fn([]byte(data))
 			}
 			event, data = "", ""
 		case strings.HasPrefix(line, "event: "):

@@ -193,3 +193,13 @@ func (p *Promptd) Kill() {
 
 // Log is the tail of the process's output.
 func (p *Promptd) Log() string { return p.log.String() }
+
+// PID is the running process's id (0 when it is not running).
+func (p *Promptd) PID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
