@@ -28,6 +28,7 @@ import (
 
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
@@ -42,7 +43,7 @@ import (
 func Migrations() []sqlstore.Migration {
 	var ms []sqlstore.Migration
 	for _, m := range [][]sqlstore.Migration{audit.Migrations(), promptstore.Migrations(), idempotency.Migrations(),
-		release.Migrations(), session.Migrations()} {
+		release.Migrations(), session.Migrations(), board.Migrations()} {
 		ms = append(ms, m...)
 	}
 	return ms
@@ -73,6 +74,8 @@ type Options struct {
 	Releases release.Options
 	// Sessions configures the session service (idle TTL, limits).
 	Sessions session.Options
+	// Boards configures the board service (limits, retention, metrics).
+	Boards board.Options
 	// EventFlush is how often lease events and rejected writes are written
 	// to the audit log; zero means 200ms.
 	EventFlush time.Duration
@@ -94,6 +97,8 @@ type Runtime struct {
 	Resolver promptstore.Resolver
 	// Bus carries change events between the services and instances.
 	Bus *events.Bus
+	// Boards holds the shared blackboards of agent groups.
+	Boards *board.Service
 
 	db     *gorm.DB
 	ownsDB bool
@@ -145,7 +150,12 @@ func New(db *gorm.DB, o Options) *Runtime {
 		so.Logger = o.Logger
 	}
 	sessions := session.New(so)
-	return &Runtime{Prompts: store, Releases: releases, Sessions: sessions, Events: batcher,
+	bo := o.Boards
+	bo.DB, bo.Bus, bo.Locker, bo.Keys, bo.Instance = db, bus, o.Locker, o.Keys, o.Instance
+	if bo.Logger == nil {
+		bo.Logger = o.Logger
+	}
+	return &Runtime{Prompts: store, Releases: releases, Sessions: sessions, Events: batcher, Boards: board.New(bo),
 		Leases:   leases.New(leases.Options{Locker: o.Locker, Keys: o.Keys, Events: batcher}),
 		Resolver: session.Resolver{S: sessions, Next: arm}, Bus: bus, db: db}
 }

@@ -51,9 +51,9 @@ func Migrations() []sqlstore.Migration {
 				"board_records_expiry": "board, claim_expires_at_ms",
 				// expired claims across boards (the sweeper)
 				"board_records_expiring": "claim_expires_at_ms",
-				"board_records_list":   "board, priority DESC, created_at_ms, id",
-				"board_records_open":   "board, open_rec, updated_at_ms",
-				"board_records_owner":  "board, owner",
+				"board_records_list":     "board, priority DESC, created_at_ms, id",
+				"board_records_open":     "board, open_rec, updated_at_ms",
+				"board_records_owner":    "board, owner",
 			},
 		}, {
 			Name: "board_dedupe",

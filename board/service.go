@@ -69,7 +69,7 @@ type Service struct {
 	log   *slog.Logger
 	m     *Metrics
 
-	mu    sync.Mutex
+	mu      sync.Mutex
 	wakes   map[string]chan struct{} // board -> closed at its next change
 	cleaned time.Time                // the sweeper's last retention cleanup
 }
