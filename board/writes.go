@@ -97,11 +97,13 @@ func (s *Service) Patch(ctx context.Context, board, id string, u Update) (*Recor
 		if def.IsTerminal(r.State) {
 			return nil, &InvalidTransition{State: r.State}
 		}
-		if r.Revision != u.ExpectedRevision {
-			return nil, &RevisionConflict{Expected: u.ExpectedRevision, Current: r.Revision}
-		}
+		// the fence first: a holder whose claim was reclaimed (the revision
+		// moved with it) learns that, not a bare revision conflict
 		if err := checkWriter(r, b.NowMs, u.Fence); err != nil {
 			return nil, err
+		}
+		if r.Revision != u.ExpectedRevision {
+			return nil, &RevisionConflict{Expected: u.ExpectedRevision, Current: r.Revision}
 		}
 		next := *r
 		next.Revision++
