@@ -68,6 +68,13 @@ func (s *Service) claim(ctx context.Context, board, id string, in ClaimInput) (*
 	for {
 		wake := s.wakeup(board) // before the attempt: a change during it is not missed
 		r, err := s.claimOnce(ctx, board, id, in)
+		// InnoDB may pick a claim as a deadlock victim (next-key locks of
+		// concurrent claims and completions); it was rolled back whole,
+		// so it is tried again, a few times
+		for retry := 0; retry < 5 && errors.Is(err, sqlstore.ErrUnavailable) && ctx.Err() == nil; retry++ {
+			time.Sleep(time.Duration(retry+1) * time.Millisecond)
+			r, err = s.claimOnce(ctx, board, id, in)
+		}
 		switch {
 		case err == nil:
 			s.m.claimed(board, time.Since(start))
