@@ -29,6 +29,7 @@ import (
 
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
@@ -43,7 +44,7 @@ import (
 func Migrations() []sqlstore.Migration {
 	var ms []sqlstore.Migration
 	for _, m := range [][]sqlstore.Migration{audit.Migrations(), promptstore.Migrations(), idempotency.Migrations(),
-		release.Migrations(), session.Migrations()} {
+		release.Migrations(), session.Migrations(), board.Migrations()} {
 		ms = append(ms, m...)
 	}
 	return ms
@@ -74,6 +75,8 @@ type Options struct {
 	Releases release.Options
 	// Sessions configures the session service (idle TTL, limits).
 	Sessions session.Options
+	// Boards configures the board service (limits, retention, metrics).
+	Boards board.Options
 	// EventFlush is how often lease events and rejected writes are written
 	// to the audit log; zero means 200ms.
 	EventFlush time.Duration
@@ -104,6 +107,8 @@ type Runtime struct {
 	// resumable by position (seq). Its sequencer runs on one instance of
 	// those sharing the database at a time (a job lease).
 	Feed *events.Feed
+	// Boards holds the shared blackboards of agent groups.
+	Boards *board.Service
 
 	db     *gorm.DB
 	ownsDB bool
@@ -157,6 +162,11 @@ func New(db *gorm.DB, o Options) *Runtime {
 		so.Logger = o.Logger
 	}
 	sessions := session.New(so)
+	bo := o.Boards
+	bo.DB, bo.Bus, bo.Locker, bo.Keys, bo.Instance = db, bus, o.Locker, o.Keys, o.Instance
+	if bo.Logger == nil {
+		bo.Logger = o.Logger
+	}
 
 	// The change feed: the sequencer stamps committed audit events with
 	// their positions; the feed reads them for this instance's readers.
@@ -177,7 +187,7 @@ func New(db *gorm.DB, o Options) *Runtime {
 		wg.Go(func() { seq.Run(ctx) })
 		wg.Wait()
 	}()
-	return &Runtime{Prompts: store, Releases: releases, Sessions: sessions, Events: batcher,
+	return &Runtime{Prompts: store, Releases: releases, Sessions: sessions, Events: batcher, Boards: board.New(bo),
 		Leases:   leases.New(leases.Options{Locker: o.Locker, Keys: o.Keys, Events: batcher}),
 		Resolver: session.Resolver{S: sessions, Next: arm}, Bus: bus, Feed: feed, db: db, stop: stop, done: done}
 }

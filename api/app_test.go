@@ -20,6 +20,7 @@ import (
 	"github.com/promptd/promptd/api"
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/internal/testenv"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
@@ -44,6 +45,7 @@ func migrations() []sqlstore.Migration {
 	ms := append(audit.Migrations(), promptstore.Migrations()...)
 	ms = append(ms, release.Migrations()...)
 	ms = append(ms, session.Migrations()...)
+	ms = append(ms, board.Migrations()...)
 	return append(ms, idempotency.Migrations()...)
 }
 
@@ -93,6 +95,7 @@ func newAppWith(t *testing.T, db *gorm.DB, o promptstore.Options, mod ...func(*a
 		History:     rt.Sessions,
 		Releases:    rt.Releases,
 		Sessions:    rt.Sessions,
+		Boards:      rt.Boards,
 		Events:      rt.Events,
 		Leases:      leases.New(leases.Options{Locker: locker, Keys: keys, Events: rt.Events}),
 		Idempotency: idempotency.New(db, idempotency.Options{}),

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/promptd/promptd/api/idempotency"
+	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
@@ -85,6 +86,11 @@ var statuses = map[string]int{
 	"precondition_required":   428,
 	"cursor_expired":          410,
 	"quota_exceeded":          429,
+	"board_not_found":         404,
+	"record_not_found":        404,
+	"claim_expired":           409,
+	"board_in_use":            409,
+	"claimed":                 423,
 	"internal":                500,
 	"store_unavailable":       503,
 }
@@ -174,6 +180,9 @@ func problemFor(err error) *Error {
 		expired  *events.CursorExpiredError
 	)
 	if p := coordinationProblem(err); p != nil {
+		return p
+	}
+	if p := boardProblem(err); p != nil {
 		return p
 	}
 	switch {
@@ -407,4 +416,48 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if err := json.NewEncoder(c.Response()).Encode(body); err != nil {
 		s.log.DebugContext(r.Context(), "writing problem response", "err", err)
 	}
+}
+
+// boardProblem maps the errors of boards (nil for any other error).
+func boardProblem(err error) *Error {
+	var (
+		e     *Error
+		trans *board.InvalidTransition
+		sf    *board.StaleFence
+		cl    *board.Claimed
+		ce    *board.ClaimExpired
+		inUse *board.InUse
+		quota *board.QuotaExceeded
+	)
+	switch {
+	case errors.As(err, &e):
+		return nil
+	case errors.Is(err, board.ErrBoardNotFound):
+		return &Error{Code: "board_not_found", Detail: "no such board", Err: err}
+	case errors.Is(err, board.ErrRecordNotFound):
+		return &Error{Code: "record_not_found", Detail: "no such record on the board", Err: err}
+	case errors.As(err, &trans):
+		d := fmt.Sprintf("a record in state %s cannot move to %s", trans.State, trans.To)
+		if trans.To == "" {
+			d = fmt.Sprintf("a record in state %s cannot be written", trans.State)
+		}
+		return (&Error{Code: "invalid_transition", Detail: d, Err: err}).With("state", trans.State)
+	case errors.As(err, &sf):
+		return (&Error{Code: "stale_fence", Err: err, Detail: fmt.Sprintf(
+			"fence %d is not the record's current fence %d: the claim was released, reclaimed or taken", sf.Fence, sf.Current)}).
+			With("current_fence", sf.Current)
+	case errors.As(err, &cl):
+		return (&Error{Code: "claimed", Err: err, Detail: fmt.Sprintf("the record is claimed by %q; writes carry its fence", cl.Owner)}).
+			With("owner", cl.Owner).With("claim_expires_at", timestamp(cl.ExpiresAt))
+	case errors.As(err, &ce):
+		return (&Error{Code: "claim_expired", Err: err, Detail: "the claim expired before this write; claim the record again"}).
+			With("claim_expires_at", timestamp(ce.ExpiresAt))
+	case errors.As(err, &inUse):
+		return (&Error{Code: "board_in_use", Err: err, Detail: "records are in states the new definition removes"}).
+			With("states", inUse.States)
+	case errors.As(err, &quota):
+		return (&Error{Code: "quota_exceeded", Err: err, Detail: fmt.Sprintf("over the board's %s limit (%d); retry later", quota.What, quota.Limit)}).
+			With("limit", quota.Limit).WithHeader("Retry-After", retryAfter(quota.RetryAfter))
+	}
+	return nil
 }

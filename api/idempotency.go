@@ -28,6 +28,9 @@ const (
 type idemState struct {
 	key    idempotency.Key
 	stored *idempotency.Response
+	// noStore: the handler's answer depends on timing (a claim's 204) and
+	// is not recorded.
+	noStore bool
 }
 
 func idemOf(c echo.Context) *idemState {
@@ -111,7 +114,7 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Error(err)
 		}
 		res := c.Response()
-		if st.stored == nil && storable(res.Status) {
+		if st.stored == nil && !st.noStore && storable(res.Status) {
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			rec := idempotency.Response{Status: res.Status, ContentType: res.Header().Get(echo.HeaderContentType), Body: tee.buf.Bytes()}

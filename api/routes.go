@@ -71,6 +71,18 @@ func (s *Server) routes() {
 	v1.POST("/leases/:lease_id/renew", s.handleRenewLeases, runtime...)
 	v1.DELETE("/leases/:lease_id", s.handleReleaseLeases, runtime...)
 
+	// Boards: the shared blackboard (boards.go).
+	v1.PUT("/boards/:board", s.handlePutBoard, admin...)
+	v1.GET("/boards/:board", s.handleGetBoard, runtime...)
+	v1.POST("/boards/:board/records", s.handleCreateRecord, idempotentRuntime...)
+	v1.GET("/boards/:board/records", s.handleListRecords, runtime...)
+	v1.GET("/boards/:board/records/:id", s.handleGetRecord, runtime...)
+	v1.PATCH("/boards/:board/records/:id", s.handlePatchRecord, runtime...)
+	v1.POST("/boards/:board/claim", s.handleClaimNext, idempotentRuntime...)
+	v1.POST("/boards/:board/records/:id/claim", s.handleClaimOne, idempotentRuntime...)
+	v1.POST("/boards/:board/records/:id/heartbeat", s.handleHeartbeat, runtime...)
+	v1.POST("/boards/:board/records/:id/release", s.handleReleaseRecord, runtime...)
+
 	// Batch import and audit.
 	v1.POST("/import", s.handleImport, idempotentAdmin...)
 	v1.GET("/audit", s.handleAudit, admin...)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
@@ -59,6 +60,8 @@ type Config struct {
 	Releases *release.Service
 	// Sessions serves the session routes; nil: they answer 500 internal.
 	Sessions *session.Service
+	// Boards serves the board routes; nil: they answer 500 internal.
+	Boards *board.Service
 	// Leases serves the generic lease routes; nil means an in-memory one
 	// (one process) whose events go to Events.
 	Leases *leases.Service

@@ -17,6 +17,7 @@ import (
 	"github.com/promptd/promptd/api"
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
@@ -101,6 +102,8 @@ func (m *Main) Open(ctx context.Context) error {
 			Limits: promptstore.Limits{AssembleMaxBytes: cfg.AssembleMaxBytes, MaxHistoryTurns: int(cfg.AssembleMaxHistoryTurns),
 				DiffMaxBytes: cfg.DiffMaxBytes, DiffMaxLines: int(cfg.DiffMaxLines), DiffCacheBytes: cfg.DiffCacheBytes},
 		},
+		Boards: board.Options{Metrics: board.NewMetrics(m.registry), MaxRecords: cfg.BoardMaxRecords, Retention: cfg.BoardRetention,
+			DedupeTTL: cfg.BoardDedupeTTL},
 		Sessions: session.Options{
 			IdleTTL: cfg.SessionIdleTTL, Retention: cfg.SessionRetention,
 			MaxSessionTurns: cfg.SessionMaxTurns, MaxSessionBytes: cfg.SessionMaxBytes, MaxStateKeys: cfg.SessionMaxStateKeys,
@@ -115,7 +118,7 @@ func (m *Main) Open(ctx context.Context) error {
 	resolver := m.rt.Resolver
 	m.jobs = newScheduler(m.locker, keys, m.Logger)
 	scheduleJobs(m.jobs, jobDeps{db: m.db, store: m.store, idem: idem, releases: m.releases, sessions: m.sessions,
-		auditRetention: cfg.AuditRetention},
+		boards: m.rt.Boards, auditRetention: cfg.AuditRetention},
 		cfg.ReconcileEvery, m.Logger)
 	m.jobs.start()
 
@@ -131,6 +134,7 @@ func (m *Main) Open(ctx context.Context) error {
 		History:      m.sessions,
 		Releases:     m.releases,
 		Sessions:     m.sessions,
+		Boards:       m.rt.Boards,
 		Leases:       leases.New(leases.Options{Locker: m.locker, Keys: keys, Events: m.events}),
 		Events:       m.events,
 		Idempotency:  idem,

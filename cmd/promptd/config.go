@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/promptd/promptd/api"
+	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/locks"
 )
 
@@ -59,6 +60,9 @@ var configVars = []string{
 	"PROMPTD_WRITE_TIMEOUT",
 	"PROMPTD_IDLE_TIMEOUT",
 	"PROMPTD_MAX_CONNS",
+	"PROMPTD_BOARD_MAX_RECORDS",
+	"PROMPTD_BOARD_RETENTION",
+	"PROMPTD_BOARD_DEDUPE_TTL",
 }
 
 // Token roles.
@@ -119,6 +123,11 @@ type Config struct {
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
 	MaxConns          int
+	// Boards: non-terminal records per board, how long terminal records
+	// and dedupe keys are kept.
+	BoardMaxRecords int64
+	BoardRetention  time.Duration
+	BoardDedupeTTL  time.Duration
 }
 
 // loadConfig reads and validates the configuration. It reports every
@@ -163,6 +172,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.WriteTimeout = e.duration("PROMPTD_WRITE_TIMEOUT", api.DefaultWriteTimeout)
 	c.IdleTimeout = e.duration("PROMPTD_IDLE_TIMEOUT", api.DefaultIdleTimeout)
 	c.MaxConns = int(e.count("PROMPTD_MAX_CONNS", api.DefaultMaxConns))
+	c.BoardMaxRecords = e.count("PROMPTD_BOARD_MAX_RECORDS", board.DefaultMaxRecords)
+	c.BoardRetention = e.duration("PROMPTD_BOARD_RETENTION", board.DefaultRetention)
+	c.BoardDedupeTTL = e.duration("PROMPTD_BOARD_DEDUPE_TTL", board.DefaultDedupeTTL)
 	e.check("PROMPTD_METRICS_TOKEN", checkSecret(c.MetricsToken))
 	tokens, err := parseTokens(e.str("PROMPTD_TOKENS", ""))
 	e.check("PROMPTD_TOKENS", err)

@@ -40,6 +40,9 @@ func (c Config) LogValue() slog.Value {
 		slog.String("write_timeout", c.WriteTimeout.String()),
 		slog.String("idle_timeout", c.IdleTimeout.String()),
 		slog.Int("max_conns", c.MaxConns),
+		slog.Int64("board_max_records", c.BoardMaxRecords),
+		slog.String("board_retention", c.BoardRetention.String()),
+		slog.String("board_dedupe_ttl", c.BoardDedupeTTL.String()),
 	)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
@@ -23,6 +24,8 @@ const (
 	auditRetentionEvery   = 10 * time.Minute
 	releaseStepsEvery     = time.Second // steps are due to the second
 	sessionSweepEvery     = time.Minute
+	boardSweepEvery       = time.Second // a run sweeps every boardSweepTick for most of it
+	boardSweepTick        = 200 * time.Millisecond
 	jobTimeout            = time.Minute
 )
 
@@ -123,6 +126,7 @@ type jobDeps struct {
 	idem           *idempotency.Store
 	releases       *release.Service
 	sessions       *session.Service
+	boards         *board.Service
 	auditRetention time.Duration // PROMPTD_AUDIT_RETENTION
 }
 
@@ -157,6 +161,18 @@ func scheduleJobs(s *scheduler, d jobDeps, reconcileEvery time.Duration, log *sl
 		}
 		return err
 	})
+	// Expired board claims are reclaimed within about boardSweepTick of
+	// their expiry: each run holds the job lease (board.SweepJob) and
+	// sweeps every tick for most of a second; one replica at a time.
+	if d.boards != nil {
+		s.everyInstance(board.SweepJob, boardSweepEvery, func(ctx context.Context) error {
+			res, err := d.boards.Sweep(ctx, boardSweepEvery-boardSweepTick, boardSweepTick)
+			if res.Exhausted+res.Deleted > 0 {
+				log.Info("swept boards", "reclaimed", res.Reclaimed, "exhausted", res.Exhausted, "deleted", res.Deleted)
+			}
+			return err
+		})
+	}
 }
 
 // sweepIdempotency deletes the Idempotency-Key outcomes past their TTL.

@@ -1,0 +1,125 @@
+package board
+
+import (
+	"encoding/json"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/promptd/promptd/sqlstore"
+)
+
+// Board is a board and its state machine.
+type Board struct {
+	Board      string
+	Revision   int64
+	Definition Definition
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// Record is one record of a board. Owner, Fence and ClaimExpiresAt are
+// set while it is claimed; Fence only ever grows.
+type Record struct {
+	Board          string
+	ID             string
+	Revision       int64
+	State          string
+	Owner          string // "" when not claimed
+	Fence          int64
+	ClaimExpiresAt *time.Time
+	ClaimTTLMs     int64
+	Priority       int64
+	Attempts       int64
+	Payload        json.RawMessage
+	DedupeKey      string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// Claimed reports whether the record is under a claim (expired or not).
+func (r *Record) Claimed() bool { return r.Owner != "" }
+
+type recordRow struct {
+	Board            string
+	ID               string
+	Revision         int64
+	State            string
+	Owner            string
+	Fence            int64
+	ClaimExpiresAtMs *int64
+	ClaimTtlMs       int64
+	Priority         int64
+	Attempts         int64
+	Payload          string
+	DedupeKey        *string
+	OpenRec          int64
+	CreatedAtMs      int64
+	UpdatedAtMs      int64
+}
+
+const recordCols = `board, id, revision, state, owner, fence, claim_expires_at_ms, claim_ttl_ms, priority, attempts, payload,
+	dedupe_key, open_rec, created_at_ms, updated_at_ms`
+
+func (r *recordRow) record() *Record {
+	out := &Record{Board: r.Board, ID: r.ID, Revision: r.Revision, State: r.State, Owner: r.Owner, Fence: r.Fence,
+		ClaimTTLMs: r.ClaimTtlMs, Priority: r.Priority, Attempts: r.Attempts, Payload: json.RawMessage(r.Payload),
+		CreatedAt: time.UnixMilli(r.CreatedAtMs).UTC(), UpdatedAt: time.UnixMilli(r.UpdatedAtMs).UTC()}
+	if r.ClaimExpiresAtMs != nil {
+		t := time.UnixMilli(*r.ClaimExpiresAtMs).UTC()
+		out.ClaimExpiresAt = &t
+	}
+	if r.DedupeKey != nil {
+		out.DedupeKey = *r.DedupeKey
+	}
+	return out
+}
+
+// before reports whether r comes before o in board order: priority desc,
+// created_at asc, id asc.
+func (r *recordRow) before(o *recordRow) bool {
+	if r.Priority != o.Priority {
+		return r.Priority > o.Priority
+	}
+	if r.CreatedAtMs != o.CreatedAtMs {
+		return r.CreatedAtMs < o.CreatedAtMs
+	}
+	return r.ID < o.ID
+}
+
+func readRecord(db *gorm.DB, board, id string, lock bool) (*recordRow, error) {
+	q := `SELECT ` + recordCols + ` FROM board_records WHERE board = ? AND id = ?`
+	if lock {
+		q += sqlstore.ForUpdate(db)
+	}
+	var rows []recordRow
+	if err := db.Raw(q, board, id).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, ErrRecordNotFound
+	}
+	return &rows[0], nil
+}
+
+// nowSQL is the SQL server's clock in Unix milliseconds (MySQL); SQLite
+// runs in this process, whose clock it is (Options.Now).
+const nowSQL = `CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)`
+
+type boardRow struct {
+	Board       string
+	Revision    int64
+	Definition  string
+	CreatedAtMs int64
+	UpdatedAtMs int64
+	NowMs       int64
+}
+
+func (r *boardRow) board() (*Board, error) {
+	d, err := parseDefinition(r.Definition)
+	if err != nil {
+		return nil, err
+	}
+	return &Board{Board: r.Board, Revision: r.Revision, Definition: *d, CreatedAt: time.UnixMilli(r.CreatedAtMs).UTC(),
+		UpdatedAt: time.UnixMilli(r.UpdatedAtMs).UTC()}, nil
+}
