@@ -42,7 +42,7 @@ runtime=bench-runtime-$RANDOM$RANDOM$RANDOM
 port=$(_svc_free_port "")
 log=$bin/promptd.log
 PROMPTD_ADDR=127.0.0.1:$port PROMPTD_MYSQL_DSN="$PROMPTD_TEST_MYSQL_DSN" PROMPTD_REDIS_URL="$PROMPTD_TEST_REDIS_URL" \
-	PROMPTD_TOKENS="bench:admin:$admin,rt:runtime:$runtime" PROMPTD_LOG_LEVEL=warn \
+	PROMPTD_TOKENS="bench:admin:$admin,rt:runtime:$runtime" PROMPTD_LOG_LEVEL=warn PROMPTD_STREAMS_PER_TOKEN=1000 \
 	"$bin/promptd" >"$log" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do

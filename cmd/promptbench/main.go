@@ -70,7 +70,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&c.url, "url", "http://127.0.0.1:8080", "promptd base URL")
 	fs.StringVar(&c.admin, "admin-token", os.Getenv("PROMPTD_BENCH_ADMIN_TOKEN"), "admin token")
 	fs.StringVar(&c.runtime, "runtime-token", os.Getenv("PROMPTD_BENCH_RUNTIME_TOKEN"), "runtime token")
-	fs.StringVar(&scen, "scenario", "all", "comma-separated: resolve, import, append, append-leased, lease, create, or all")
+	fs.StringVar(&scen, "scenario", "all", "comma-separated: resolve, import, append, append-leased, lease, create, feed, or all")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "duration of each timed scenario")
 	fs.IntVar(&c.conns, "conns", 64, "concurrent connections (writers)")
 	fs.IntVar(&c.rounds, "rounds", 5, "a scenario and its reference run in turns, this many slices each of duration/rounds")
@@ -87,7 +87,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	meter = cpuMeter{metricsURLs: []string{strings.TrimSuffix(c.url, "/") + "/metrics"}, token: c.metricsToken}
 	c.scenarios = strings.Split(scen, ",")
 	if scen == "all" {
-		c.scenarios = []string{"resolve", "import", "append", "append-leased", "lease", "create"}
+		c.scenarios = []string{"resolve", "import", "append", "append-leased", "lease", "create", "feed"}
 	}
 	t := &table{}
 	for _, s := range c.scenarios {
@@ -105,6 +105,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			err = benchLease(ctx, c, t)
 		case "create":
 			err = benchCreate(ctx, c, t)
+		case "feed":
+			err = benchFeed(ctx, c, t)
 		default:
 			err = fmt.Errorf("unknown scenario %q", s)
 		}
