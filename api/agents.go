@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/ident"
 	"github.com/promptd/promptd/promptstore"
 )
 
@@ -26,7 +26,7 @@ func (s *Server) handleListAgents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if page.Cursor != "" && locks.ValidateID("cursor", page.Cursor) != nil {
+	if page.Cursor != "" && ident.Validate("cursor", page.Cursor) != nil {
 		return invalidField("cursor", "cursor must be the next value of a previous page")
 	}
 	as, next, err := s.cfg.Prompts.ListAgents(c.Request().Context(), page)

@@ -8,7 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/promptd/promptd/audit"
-	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/ident"
 )
 
 // auditEvent is one audit record.
@@ -36,7 +36,7 @@ func (s *Server) handleAudit(c echo.Context) error {
 		dst  *string
 	}{{"agent", &f.Agent}, {"env", &f.Env}, {"session_id", &f.SessionID}} {
 		if v := c.QueryParam(q.name); v != "" || c.QueryParams().Has(q.name) {
-			if err := locks.ValidateID(q.name, v); err != nil {
+			if err := ident.Validate(q.name, v); err != nil {
 				return err
 			}
 			*q.dst = v

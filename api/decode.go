@@ -15,8 +15,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/promptd/promptd/ident"
 	"github.com/promptd/promptd/internal/jsonin"
-	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 )
 
@@ -286,7 +286,7 @@ func pathID(c echo.Context, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := locks.ValidateID(name, v); err != nil {
+	if err := ident.Validate(name, v); err != nil {
 		return "", err
 	}
 	return v, nil
@@ -299,7 +299,7 @@ func pathIDAs(c echo.Context, name, field string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := locks.ValidateID(field, v); err != nil {
+	if err := ident.Validate(field, v); err != nil {
 		return "", err
 	}
 	return v, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/events"
+	"github.com/promptd/promptd/ident"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
@@ -169,7 +170,7 @@ func problemFor(err error) *Error {
 	var (
 		e        *Error
 		tooLarge *http.MaxBytesError
-		invalid  *locks.InvalidIDError
+		invalid  *ident.InvalidError
 		bad      *promptstore.InvalidError
 		rejected *promptstore.ImportRejected
 		vc       *promptstore.VersionConflict

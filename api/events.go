@@ -15,7 +15,7 @@ import (
 
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/events"
-	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/ident"
 )
 
 // Change feed limits (API.md, Events: change feed).
@@ -179,7 +179,7 @@ func (s *Server) parseFeedQuery(c echo.Context, sse bool) (feedQuery, error) {
 	}{{"agent", &q.filter.Agent}, {"env", &q.filter.Env}, {"board", &q.filter.Board}} {
 		if c.QueryParams().Has(p.name) {
 			v := c.QueryParam(p.name)
-			if err := locks.ValidateID(p.name, v); err != nil {
+			if err := ident.Validate(p.name, v); err != nil {
 				return q, err
 			}
 			*p.dst = v
@@ -256,7 +256,7 @@ func (s *Server) handleBoardChanges(c echo.Context) error {
 		return errors.New("api: no change feed configured")
 	}
 	board := c.Param("board")
-	if err := locks.ValidateID("board", board); err != nil {
+	if err := ident.Validate("board", board); err != nil {
 		return err
 	}
 	sse := strings.Contains(c.Request().Header.Get("Accept"), "text/event-stream")

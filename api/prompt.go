@@ -10,7 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/ident"
 	"github.com/promptd/promptd/promptstore"
 )
 
@@ -55,7 +55,7 @@ func (s *Server) handlePrompt(c echo.Context) error {
 		return promptstore.ValidateOpaque("user_id", "")
 	}
 	if c.QueryParams().Has("session_id") && c.QueryParam("session_id") == "" {
-		return locks.ValidateID("session_id", "")
+		return ident.Validate("session_id", "")
 	}
 	req, err := s.resolveRequest(c, c.QueryParam("user_id"), c.QueryParam("session_id"))
 	if err != nil {
@@ -234,7 +234,7 @@ func (r *assembleRequest) validate() error {
 		return promptstore.ValidateOpaque("user_id", "")
 	}
 	if r.SessionID != nil && *r.SessionID == "" {
-		return locks.ValidateID("session_id", "")
+		return ident.Validate("session_id", "")
 	}
 	return nil
 }

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/ident"
 )
 
 // Limits of a definition.
@@ -103,7 +103,7 @@ func (d *Definition) Validate() error {
 	}
 	declared := map[string]bool{}
 	for i, s := range d.States {
-		if err := locks.ValidateID("states", s); err != nil || len(s) > 64 {
+		if err := ident.Validate("states", s); err != nil || len(s) > 64 {
 			return invalidf("states", "states[%d]: a state is 1..64 characters of [A-Za-z0-9._-]", i)
 		}
 		if declared[s] {

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/ident"
 )
 
 // idPrefix starts every lease ID.
@@ -48,7 +48,7 @@ func ParseID(s string) (ID, error) {
 		return ID{}, ErrNotFound
 	}
 	for _, r := range rs {
-		if locks.ValidateResource("resources", r) != nil {
+		if ident.ValidateResource("resources", r) != nil {
 			return ID{}, ErrNotFound
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/ident"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 )
@@ -42,7 +43,7 @@ func New(o Options) *Service { return &Service{o: o} }
 
 // AcquireInput asks for a lease.
 type AcquireInput struct {
-	// Resources are 1..MaxResources resource names (locks.ValidateResource);
+	// Resources are 1..MaxResources resource names (ident.ValidateResource);
 	// duplicates count once.
 	Resources []string
 	// Holder names the holder (1..256 bytes of printable UTF-8).
@@ -66,14 +67,14 @@ type Lease struct {
 
 // ValidateResources checks the resources of a lease: 1..MaxResources of
 // them (a *promptstore.InvalidError on "resources"), each a valid resource
-// name (a *locks.InvalidIDError on "resources[i]").
+// name (a *ident.InvalidError on "resources[i]").
 func ValidateResources(resources []string) error {
 	if len(resources) == 0 || len(resources) > MaxResources {
 		return &promptstore.InvalidError{Code: promptstore.CodeInvalidField, Field: "resources",
 			Detail: fmt.Sprintf("resources must name 1..%d resources", MaxResources)}
 	}
 	for i, r := range resources {
-		if err := locks.ValidateResource(fmt.Sprintf("resources[%d]", i), r); err != nil {
+		if err := ident.ValidateResource(fmt.Sprintf("resources[%d]", i), r); err != nil {
 			return err
 		}
 	}
@@ -235,7 +236,7 @@ const KindLock = "lease"
 
 // Key is the lock key of a generic lease on resource.
 func Key(k locks.Keys, resource string) (string, error) {
-	if err := locks.ValidateResource("resources", resource); err != nil {
+	if err := ident.ValidateResource("resources", resource); err != nil {
 		return "", err
 	}
 	return k.Key(KindLock, resource)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promptd/promptd/ident"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
@@ -40,7 +41,7 @@ func TestParseID_roundTrips_andRefusesWhatNoLeaseHas(t *testing.T) {
 func TestAcquire_badInput_isTypedAndTakesNothing(t *testing.T) {
 	svc := newService(t)
 	ctx := context.Background()
-	var invalidID *locks.InvalidIDError
+	var invalidID *ident.InvalidError
 	var invalid *promptstore.InvalidError
 	for name, in := range map[string]leases.AcquireInput{
 		"no resources":   {Holder: "h"},

@@ -17,8 +17,6 @@ var (
 	// ErrUnavailable: the backend could not be reached in time. The grant
 	// state is unknown only for the failed call; the lease was not obtained.
 	ErrUnavailable = errors.New("locks: backend unavailable")
-	// ErrInvalidKey: an identifier does not pass the identifier rules.
-	ErrInvalidKey = errors.New("locks: invalid key")
 	// ErrClosed: the Locker was closed.
 	ErrClosed = errors.New("locks: locker closed")
 	// ErrStaleFence: a fenced write carried a fence lower than the highest

@@ -11,7 +11,7 @@ import (
 
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/events"
-	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/ident"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -75,10 +75,10 @@ func revokedVersions(tx *gorm.DB, agent, env string) ([]int, error) {
 }
 
 func validateEnv(agent, env string) error {
-	if err := locks.ValidateID("agent", agent); err != nil {
+	if err := ident.Validate("agent", agent); err != nil {
 		return invalidID(err)
 	}
-	if err := locks.ValidateID("env", env); err != nil {
+	if err := ident.Validate("env", env); err != nil {
 		return invalidID(err)
 	}
 	return nil

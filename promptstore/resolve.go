@@ -7,7 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/ident"
 )
 
 // Request asks which version a caller gets.
@@ -67,7 +67,7 @@ func ValidateRequest(req Request) error {
 		}
 	}
 	if req.SessionID != "" {
-		if err := locks.ValidateID("session_id", req.SessionID); err != nil {
+		if err := ident.Validate("session_id", req.SessionID); err != nil {
 			return invalidID(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/events"
+	"github.com/promptd/promptd/ident"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/sqlstore"
 )
@@ -169,7 +170,7 @@ const (
 
 // ConfigLock is the key taken while creating a version of agent.
 func ConfigLock(k locks.Keys, agent string) (string, error) {
-	if err := locks.ValidateID("agent", agent); err != nil {
+	if err := ident.Validate("agent", agent); err != nil {
 		return "", err
 	}
 	return k.Key(KindConfigLock, agent)

@@ -10,7 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/audit"
-	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/ident"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -54,7 +54,7 @@ type prepared struct {
 }
 
 func prepare(in CreateVersionInput) (*prepared, error) {
-	if err := locks.ValidateID("agent", in.Agent); err != nil {
+	if err := ident.Validate("agent", in.Agent); err != nil {
 		return nil, invalidID(err)
 	}
 	if in.BaseVersion < 0 || in.BaseVersion >= MaxVersion {
@@ -73,14 +73,14 @@ func prepare(in CreateVersionInput) (*prepared, error) {
 // CheckID validates an identifier (API.md's rule) as a bad-input error
 // naming field.
 func CheckID(field, v string) error {
-	if err := locks.ValidateID(field, v); err != nil {
+	if err := ident.Validate(field, v); err != nil {
 		return invalidID(err)
 	}
 	return nil
 }
 
 func invalidID(err error) error {
-	var ie *locks.InvalidIDError
+	var ie *ident.InvalidError
 	if errors.As(err, &ie) {
 		return &InvalidError{Code: CodeInvalidID, Field: ie.Field, Detail: ie.Reason}
 	}
@@ -250,7 +250,7 @@ func (s *Store) loadVersion(ctx context.Context, agent string, version int) (*Ve
 
 // GetVersion returns one version.
 func (s *Store) GetVersion(ctx context.Context, agent string, version int) (*Version, error) {
-	if err := locks.ValidateID("agent", agent); err != nil {
+	if err := ident.Validate("agent", agent); err != nil {
 		return nil, invalidID(err)
 	}
 	snap, err := s.Snapshot(ctx, agent, version)
@@ -269,7 +269,7 @@ type Page struct {
 // ListVersions lists an agent's versions, newest first. The cursor is the
 // last version of the previous page.
 func (s *Store) ListVersions(ctx context.Context, agent string, p Page) ([]*Version, string, error) {
-	if err := locks.ValidateID("agent", agent); err != nil {
+	if err := ident.Validate("agent", agent); err != nil {
 		return nil, "", invalidID(err)
 	}
 	ctx, cancel := s.sqlCtx(ctx)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/events"
+	"github.com/promptd/promptd/ident"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/sqlstore"
@@ -124,7 +125,7 @@ const KindLeaseLock = "session"
 
 // LeaseKey is the lock key of session id's lease.
 func LeaseKey(k locks.Keys, id string) (string, error) {
-	if err := locks.ValidateID("session_id", id); err != nil {
+	if err := ident.Validate("session_id", id); err != nil {
 		return "", err
 	}
 	return k.Key(KindLeaseLock, id)

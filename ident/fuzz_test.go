@@ -1,11 +1,11 @@
-package locks
+package ident
 
 import (
 	"strings"
 	"testing"
 )
 
-func FuzzValidateID(f *testing.F) {
+func FuzzValidate(f *testing.F) {
 	for _, s := range []string{"agent-1", "a.b_c", "{x}", "a:b", "a b", "", strings.Repeat("x", 200), "order/1:2", "é"} {
 		f.Add(s)
 	}
@@ -14,7 +14,7 @@ func FuzzValidateID(f *testing.F) {
 			fn    func(string, string) error
 			max   int
 			extra string
-		}{{ValidateID, 128, ""}, {ValidateResource, 256, ":/"}} {
+		}{{Validate, MaxID, ""}, {ValidateResource, MaxResource, ":/"}} {
 			if check.fn("f", s) != nil {
 				continue
 			}
