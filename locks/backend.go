@@ -38,10 +38,10 @@ type Grant struct {
 	Token     string // empty unless the caller owns the grant
 	Holder    string
 	Fence     int64
-	Since     time.Time // when the current holder was first granted the key
+	Since     time.Time     // when the current holder was first granted the key
 	TTL       time.Duration // how long the grant is sure to last from the call (at most the TTL asked)
-	Count     int  // hold count kept by the backend (token re-entries)
-	Preempted bool // the grant took the key over from another holder
+	Count     int           // hold count kept by the backend (token re-entries)
+	Preempted bool          // the grant took the key over from another holder
 }
 
 // Backend stores leases. Implementations: the Redis backend (NewRedisBackend)
