@@ -80,6 +80,7 @@ type EtcdMember struct {
 	clientPort int
 	peerPort   int
 	cluster    string // --initial-cluster
+	token      string // --initial-cluster-token, one per cluster
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -122,8 +123,9 @@ func StartEtcdCluster(t testing.TB, n int) *EtcdCluster {
 			c.Members = append(c.Members, m)
 		}
 		lastErr = nil
+		token := "promptd-test-" + randomHex(4)
 		for _, m := range c.Members {
-			m.cluster = strings.Join(peers, ",")
+			m.cluster, m.token = strings.Join(peers, ","), token
 			t.Cleanup(m.Kill)
 			if err := m.spawn(); err != nil {
 				lastErr = err
@@ -283,7 +285,7 @@ func (m *EtcdMember) spawn() error {
 		"--initial-advertise-peer-urls", m.peerURL(),
 		"--initial-cluster", m.cluster,
 		"--initial-cluster-state", "new",
-		"--initial-cluster-token", "promptd-test-"+strconv.Itoa(m.peerPort),
+		"--initial-cluster-token", m.token,
 		"--heartbeat-interval", strconv.Itoa(etcdHeartbeatMS),
 		"--election-timeout", strconv.Itoa(etcdElectionMS),
 		"--logger", "zap", "--log-level", "warn",
