@@ -57,6 +57,13 @@ var configVars = []string{
 	"PROMPTD_WRITE_TIMEOUT",
 	"PROMPTD_IDLE_TIMEOUT",
 	"PROMPTD_MAX_CONNS",
+	"PROMPTD_ETCD_ENDPOINTS",
+	"PROMPTD_ETCD_USERNAME",
+	"PROMPTD_ETCD_PASSWORD",
+	"PROMPTD_ETCD_CA_FILE",
+	"PROMPTD_ETCD_CERT_FILE",
+	"PROMPTD_ETCD_KEY_FILE",
+	"PROMPTD_ETCD_TIMEOUT",
 }
 
 // Token roles.
@@ -115,6 +122,8 @@ type Config struct {
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
 	MaxConns          int
+	// Leases on etcd (etcd.go): every lease goes through it when set.
+	Etcd EtcdConfig
 }
 
 // loadConfig reads and validates the configuration. It reports every
@@ -157,6 +166,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.WriteTimeout = e.duration("PROMPTD_WRITE_TIMEOUT", api.DefaultWriteTimeout)
 	c.IdleTimeout = e.duration("PROMPTD_IDLE_TIMEOUT", api.DefaultIdleTimeout)
 	c.MaxConns = int(e.count("PROMPTD_MAX_CONNS", api.DefaultMaxConns))
+	c.Etcd = readEtcdConfig(e)
 	e.check("PROMPTD_METRICS_TOKEN", checkSecret(c.MetricsToken))
 	tokens, err := parseTokens(e.str("PROMPTD_TOKENS", ""))
 	e.check("PROMPTD_TOKENS", err)
@@ -176,9 +186,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		e.errs = append(e.errs, errors.New("PROMPTD_REDIS_CLUSTER is set without PROMPTD_REDIS_URL: "+
 			"name the cluster's seed nodes, e.g. redis://10.0.0.1:6379?addr=10.0.0.2:6379&addr=10.0.0.3:6379"))
 	}
-	if c.MySQLDSN != "" && c.RedisURL == "" && !c.SingleInstance {
+	if c.MySQLDSN != "" && c.RedisURL == "" && !c.SingleInstance && !c.Etcd.enabled() {
 		e.errs = append(e.errs, errors.New("PROMPTD_MYSQL_DSN is set without PROMPTD_REDIS_URL: "+
-			"in-memory locks are only safe for one process; set PROMPTD_REDIS_URL, "+
+			"in-memory locks are only safe for one process; set PROMPTD_REDIS_URL or PROMPTD_ETCD_ENDPOINTS, "+
 			"or PROMPTD_SINGLE_INSTANCE=true if exactly one promptd uses this database"))
 	}
 	if c.MySQLDSN != "" && len(c.Tokens) == 0 {

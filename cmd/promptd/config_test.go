@@ -29,6 +29,7 @@ func TestLoadConfig_defaults(t *testing.T) {
 		AssembleMaxBytes: 8 << 20, AssembleMaxHistoryTurns: 1000, DiffMaxBytes: 1 << 20, DiffMaxLines: 20000, DiffCacheBytes: 16 << 20,
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second,
 		IdleTimeout: 30 * time.Second, MaxConns: 16384,
+		Etcd: EtcdConfig{Timeout: time.Second},
 	}
 	if !strings.Contains(c.InstanceID, "-") {
 		t.Errorf("InstanceID = %q, want hostname-pid", c.InstanceID)
