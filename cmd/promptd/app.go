@@ -38,7 +38,7 @@ type Main struct {
 	db       *gorm.DB
 	redis    redis.UniversalClient // *redis.ClusterClient with PROMPTD_REDIS_CLUSTER; nil without PROMPTD_REDIS_URL
 	locker   *locks.Manager
-	etcd     *clientv3.Client    // with PROMPTD_ETCD_ENDPOINTS: every lease is on it
+	etcd     *clientv3.Client   // with PROMPTD_ETCD_ENDPOINTS: every lease is on it
 	backend  *lockBackendRecord // this instance's row in lock_backends
 	registry *prometheus.Registry
 	rt       *promptd.Runtime // the domain services

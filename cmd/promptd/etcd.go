@@ -99,4 +99,3 @@ func (c EtcdConfig) client() (*clientv3.Client, error) {
 	}
 	return clientv3.New(cfg)
 }
-
