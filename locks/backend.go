@@ -27,6 +27,10 @@ type Request struct {
 	Mode     Mode
 	MinFence int64  // the granted fence is greater than this (a storage floor)
 	Nonce    string // makes a retried ModeReenter count once
+	// Detached: no Manager keeps the lease alive (WithoutKeepalive); its
+	// holder renews and releases it by token. The etcd backend puts such a
+	// key on a lease of its own instead of the process's session.
+	Detached bool
 }
 
 // Grant is a backend's view of a held key.
@@ -34,10 +38,10 @@ type Grant struct {
 	Token     string // empty unless the caller owns the grant
 	Holder    string
 	Fence     int64
-	Since     time.Time // when the current holder was first granted the key
-	TTL       time.Duration
-	Count     int  // hold count kept by the backend (token re-entries)
-	Preempted bool // the grant took the key over from another holder
+	Since     time.Time     // when the current holder was first granted the key
+	TTL       time.Duration // how long the grant is sure to last from the call (at most the TTL asked)
+	Count     int           // hold count kept by the backend (token re-entries)
+	Preempted bool          // the grant took the key over from another holder
 }
 
 // Backend stores leases. Implementations: the Redis backend (NewRedisBackend)

@@ -121,12 +121,12 @@ func (k *keepalive) renew(l *Lease) {
 	}
 	sent := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), max(l.ttl/4, time.Millisecond))
-	_, err := k.m.b.Renew(ctx, l.key, l.token, l.ttl)
+	g, err := k.m.b.Renew(ctx, l.key, l.token, l.ttl)
 	cancel()
 	k.m.opts.Metrics.renewed(l.key, err == nil)
 	switch {
 	case err == nil:
-		if l.extend(sent) {
+		if l.extend(sent, g.TTL) {
 			k.schedule(l, sent.Add(l.ttl/3))
 		}
 	case errors.Is(err, ErrLeaseLost):

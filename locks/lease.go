@@ -73,7 +73,7 @@ func newLease(parent context.Context, m *Manager, key string, g Grant, ttl time.
 	// Context also carries the leases held by parent, so a nested Acquire
 	// under l.Context() re-enters any of them.
 	l.parent, _ = parent.Value(leaseCtxKey{}).(*leaseChain)
-	l.deadline = sent.Add(ttl - m.margin(ttl))
+	l.deadline = sent.Add(sure(ttl, g.TTL) - m.margin(ttl))
 	at := l.deadline
 	if keepalive {
 		at = sent.Add(ttl / 3)
@@ -270,13 +270,13 @@ func (l *Lease) end(s leaseState) (renewing bool, cancel context.CancelCauseFunc
 
 // extend records a successful renewal sent at sent; false if the lease is
 // no longer held or the reply came too late to be of use.
-func (l *Lease) extend(sent time.Time) bool {
+func (l *Lease) extend(sent time.Time, granted time.Duration) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.state != stateHeld {
 		return false
 	}
-	d := sent.Add(l.ttl - l.m.margin(l.ttl))
+	d := sent.Add(sure(l.ttl, granted) - l.m.margin(l.ttl))
 	if d.After(l.deadline) {
 		l.deadline = d
 		l.timer.Reset(time.Until(d))
@@ -365,6 +365,16 @@ func (l *Lease) lose(reason string, cause error) {
 	if m.Hooks.OnLost != nil {
 		m.Hooks.OnLost(Event{Key: l.key, Holder: l.holder, Fence: l.fence, Err: cause})
 	}
+}
+
+// sure is how long a grant or renewal sent with ttl lasts: the backend's
+// Grant.TTL when it says less (etcd: the session lease's keepalive is
+// behind), else ttl.
+func sure(ttl, granted time.Duration) time.Duration {
+	if granted > 0 && granted < ttl {
+		return granted
+	}
+	return ttl
 }
 
 var canceledCtx = func() context.Context {

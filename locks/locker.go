@@ -256,7 +256,7 @@ func (m *Manager) try(ctx context.Context, key string, ttl time.Duration, o acqu
 	if token == "" {
 		token = newToken()
 	}
-	req := Request{Token: token, Holder: o.holder, TTL: ttl, Mode: o.mode, MinFence: o.minFence}
+	req := Request{Token: token, Holder: o.holder, TTL: ttl, Mode: o.mode, MinFence: o.minFence, Detached: !o.keepalive}
 	if o.mode == ModeReenter {
 		req.Nonce = newNonce()
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd"
@@ -39,6 +40,8 @@ type Main struct {
 	db       *gorm.DB
 	redis    redis.UniversalClient // *redis.ClusterClient with PROMPTD_REDIS_CLUSTER; nil without PROMPTD_REDIS_URL
 	locker   *locks.Manager
+	etcd     *clientv3.Client   // with PROMPTD_ETCD_ENDPOINTS: every lease is on it
+	backend  *lockBackendRecord // this instance's row in lock_backends
 	registry *prometheus.Registry
 	rt       *promptd.Runtime // the domain services
 	store    *promptstore.Store
@@ -76,12 +79,30 @@ func (m *Main) Open(ctx context.Context) error {
 		if err := m.openRedis(ctx); err != nil {
 			return err
 		}
+		checks.Redis = func(ctx context.Context) error { return pingRedis(ctx, m.redis) }
+	}
+	backend := "memory"
+	switch {
+	case cfg.Etcd.enabled():
+		c, err := cfg.Etcd.client()
+		if err != nil {
+			return err
+		}
+		m.etcd, backend = c, "etcd"
+		m.locker = locks.NewEtcd(c, locks.EtcdOptions{Keys: locks.Keys{Prefix: cfg.KeyPrefix}, Timeout: cfg.Etcd.Timeout,
+			Logger: m.Logger}, lockOpts)
+	case cfg.RedisURL != "":
+		backend = "redis"
 		m.locker = locks.NewRedis(m.redis, locks.RedisOptions{Keys: locks.Keys{Prefix: cfg.KeyPrefix}, Timeout: cfg.RedisTimeout,
 			FenceTTL: cfg.LockFenceTTL}, lockOpts)
-		checks.Redis = func(ctx context.Context) error { return pingRedis(ctx, m.redis) }
-	} else {
+	default:
 		m.locker = locks.NewMemory(lockOpts)
 	}
+	rec, err := recordLockBackend(ctx, m.db, cfg.InstanceID, backend, m.Logger)
+	if err != nil {
+		return err
+	}
+	m.backend = rec
 
 	tokens, err := m.tokens()
 	if err != nil {
@@ -293,6 +314,10 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if m.locker != nil {
 		errs = append(errs, m.locker.Close(ctx))
+	}
+	m.backend.stop(ctx)
+	if m.etcd != nil {
+		errs = append(errs, m.etcd.Close())
 	}
 	if m.redis != nil {
 		errs = append(errs, m.redis.Close())

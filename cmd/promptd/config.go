@@ -63,6 +63,13 @@ var configVars = []string{
 	"PROMPTD_BOARD_MAX_RECORDS",
 	"PROMPTD_BOARD_RETENTION",
 	"PROMPTD_BOARD_DEDUPE_TTL",
+	"PROMPTD_ETCD_ENDPOINTS",
+	"PROMPTD_ETCD_USERNAME",
+	"PROMPTD_ETCD_PASSWORD",
+	"PROMPTD_ETCD_CA_FILE",
+	"PROMPTD_ETCD_CERT_FILE",
+	"PROMPTD_ETCD_KEY_FILE",
+	"PROMPTD_ETCD_TIMEOUT",
 }
 
 // Token roles.
@@ -128,6 +135,8 @@ type Config struct {
 	BoardMaxRecords int64
 	BoardRetention  time.Duration
 	BoardDedupeTTL  time.Duration
+	// Leases on etcd (etcd.go): every lease goes through it when set.
+	Etcd EtcdConfig
 }
 
 // loadConfig reads and validates the configuration. It reports every
@@ -175,6 +184,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.BoardMaxRecords = e.count("PROMPTD_BOARD_MAX_RECORDS", board.DefaultMaxRecords)
 	c.BoardRetention = e.duration("PROMPTD_BOARD_RETENTION", board.DefaultRetention)
 	c.BoardDedupeTTL = e.duration("PROMPTD_BOARD_DEDUPE_TTL", board.DefaultDedupeTTL)
+	c.Etcd = readEtcdConfig(e)
 	e.check("PROMPTD_METRICS_TOKEN", checkSecret(c.MetricsToken))
 	tokens, err := parseTokens(e.str("PROMPTD_TOKENS", ""))
 	e.check("PROMPTD_TOKENS", err)
@@ -194,9 +204,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		e.errs = append(e.errs, errors.New("PROMPTD_REDIS_CLUSTER is set without PROMPTD_REDIS_URL: "+
 			"name the cluster's seed nodes, e.g. redis://10.0.0.1:6379?addr=10.0.0.2:6379&addr=10.0.0.3:6379"))
 	}
-	if c.MySQLDSN != "" && c.RedisURL == "" && !c.SingleInstance {
+	if c.MySQLDSN != "" && c.RedisURL == "" && !c.SingleInstance && !c.Etcd.enabled() {
 		e.errs = append(e.errs, errors.New("PROMPTD_MYSQL_DSN is set without PROMPTD_REDIS_URL: "+
-			"in-memory locks are only safe for one process; set PROMPTD_REDIS_URL, "+
+			"in-memory locks are only safe for one process; set PROMPTD_REDIS_URL or PROMPTD_ETCD_ENDPOINTS, "+
 			"or PROMPTD_SINGLE_INSTANCE=true if exactly one promptd uses this database"))
 	}
 	if c.MySQLDSN != "" && len(c.Tokens) == 0 {

@@ -31,6 +31,7 @@ func TestLoadConfig_defaults(t *testing.T) {
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second,
 		IdleTimeout: 30 * time.Second, MaxConns: 16384,
 		BoardMaxRecords: 100000, BoardRetention: 720 * time.Hour, BoardDedupeTTL: 168 * time.Hour,
+		Etcd: EtcdConfig{Timeout: time.Second},
 	}
 	if !strings.Contains(c.InstanceID, "-") {
 		t.Errorf("InstanceID = %q, want hostname-pid", c.InstanceID)

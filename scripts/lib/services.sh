@@ -14,6 +14,8 @@
 #   PROMPTD_TEST_REDIS_URL       redis://127.0.0.1:<port>/0
 #   PROMPTD_TEST_MYSQL_DSN       promptd:promptd@tcp(127.0.0.1:<port>)/promptd_test?...
 #   PROMPTD_TEST_REDIS_SERVER    path of redis-server, for tests that start their own
+#   PROMPTD_TEST_ETCD_ENDPOINTS  http://127.0.0.1:<port>, a single etcd member
+#   PROMPTD_TEST_ETCD_SERVER     path of etcd, for tests that start their own
 #   PROMPTD_REQUIRE_INTEGRATION  1, so integration tests fail instead of skipping
 #
 # stop_services stops both servers (TERM, then KILL) and removes the directory.
@@ -25,6 +27,9 @@ _svc_mysql_pid=""
 _svc_mysql_sock=""
 _svc_redis_port=""
 _svc_mysql_port=""
+_svc_etcd_pid=""
+_svc_etcd_port=""
+_svc_etcd_dir=""
 
 _svc_log() { printf '[services] %s\n' "$*" >&2; }
 
@@ -50,6 +55,12 @@ _svc_install() {
 	if ! _svc_mariadbd >/dev/null || ! command -v mariadb-install-db >/dev/null ||
 		! command -v mariadb-admin >/dev/null; then
 		pkgs+=(mariadb-server mariadb-client)
+	fi
+	if ! command -v etcd >/dev/null; then
+		pkgs+=(etcd-server)
+	fi
+	if ! command -v curl >/dev/null; then
+		pkgs+=(curl)
 	fi
 	if ! command -v gcc >/dev/null; then
 		pkgs+=(gcc libc6-dev)
@@ -148,6 +159,39 @@ _svc_start_redis() {
 	return 1
 }
 
+_svc_etcd_health() { [[ "$(curl -fsS --max-time 1 "http://127.0.0.1:$1/health" 2>/dev/null)" == *'"true"'* ]]; }
+
+# _svc_start_etcd starts one etcd member with its data in memory (/dev/shm
+# when there is one: raft fsyncs every write) and the raft timing of
+# internal/testenv's members (50 ms heartbeat, 500 ms election timeout).
+_svc_start_etcd() {
+	local dir port peer attempt
+	dir=$(mktemp -d /dev/shm/promptd-etcd.XXXXXX 2>/dev/null) || dir=$PROMPTD_SERVICES_DIR/etcd
+	_svc_etcd_dir=$dir
+	mkdir -p "$dir"
+	for attempt in 1 2 3; do
+		port=$(_svc_free_port "${_svc_mysql_port:-}" "${_svc_redis_port:-}") || return 1
+		peer=$(_svc_free_port "$port" "${_svc_mysql_port:-}" "${_svc_redis_port:-}") || return 1
+		etcd --name shared --data-dir "$dir/data" \
+			--listen-client-urls "http://127.0.0.1:$port" --advertise-client-urls "http://127.0.0.1:$port" \
+			--listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+			--initial-cluster "shared=http://127.0.0.1:$peer" \
+			--heartbeat-interval 50 --election-timeout 500 \
+			--logger zap --log-level warn </dev/null >>"$dir/etcd.log" 2>&1 &
+		_svc_etcd_pid=$!
+		if _svc_wait_until 20 "$_svc_etcd_pid" _svc_etcd_health "$port"; then
+			_svc_etcd_port=$port
+			return 0
+		fi
+		_svc_log "etcd on port $port did not start (attempt $attempt):"
+		tail -n 5 "$dir/etcd.log" >&2 2>/dev/null || true
+		_svc_stop_pid "$_svc_etcd_pid" 5
+		_svc_etcd_pid=""
+		rm -rf "$dir/data"
+	done
+	return 1
+}
+
 _svc_mysql() { mariadb --no-defaults --socket="$_svc_mysql_sock" -uroot "$@"; }
 
 _svc_start_mysql() {
@@ -231,7 +275,11 @@ start_services() {
 	chmod 755 "$PROMPTD_SERVICES_DIR"
 	_svc_start_mysql || return 1
 	_svc_start_redis || return 1
+	_svc_start_etcd || return 1
 
+	export PROMPTD_TEST_ETCD_ENDPOINTS="http://127.0.0.1:$_svc_etcd_port"
+	export PROMPTD_TEST_ETCD_SERVER
+	PROMPTD_TEST_ETCD_SERVER=$(command -v etcd)
 	export PROMPTD_TEST_REDIS_URL="redis://127.0.0.1:$_svc_redis_port/0"
 	export PROMPTD_TEST_MYSQL_DSN="promptd:promptd@tcp(127.0.0.1:$_svc_mysql_port)/promptd_test?parseTime=true&multiStatements=false"
 	export PROMPTD_TEST_REDIS_SERVER
@@ -239,6 +287,7 @@ start_services() {
 	export PROMPTD_REQUIRE_INTEGRATION=1
 	_svc_log "redis $PROMPTD_TEST_REDIS_URL (pid $_svc_redis_pid)"
 	_svc_log "mariadb 127.0.0.1:$_svc_mysql_port (pid $_svc_mysql_pid), data in $PROMPTD_SERVICES_DIR"
+	_svc_log "etcd $PROMPTD_TEST_ETCD_ENDPOINTS (pid $_svc_etcd_pid)"
 	_svc_log "ready in $(($(_svc_ms) - t0)) ms"
 }
 
@@ -251,6 +300,14 @@ stop_services() {
 		_svc_stop_pid "$_svc_mysql_pid" 30
 		_svc_mysql_pid=""
 	fi
+	if [ -n "$_svc_etcd_pid" ]; then
+		_svc_stop_pid "$_svc_etcd_pid" 10
+		_svc_etcd_pid=""
+	fi
+	if [ -n "${_svc_etcd_dir:-}" ] && [ -d "$_svc_etcd_dir" ]; then
+		rm -rf "$_svc_etcd_dir"
+	fi
+	_svc_etcd_dir=""
 	if [ -n "$PROMPTD_SERVICES_DIR" ] && [ -d "$PROMPTD_SERVICES_DIR" ]; then
 		rm -rf "$PROMPTD_SERVICES_DIR"
 	fi
