@@ -69,7 +69,7 @@ func (m *Main) Open(ctx context.Context) error {
 	if err := m.openSQL(ctx); err != nil {
 		return err
 	}
-	if err := sqlstore.Migrate(ctx, m.db, promptd.Migrations()...); err != nil {
+	if err := sqlstore.Migrate(ctx, m.db, append(promptd.Migrations(), lockBackendMigrations()...)...); err != nil {
 		return err
 	}
 	lockOpts := locks.Options{Holder: cfg.InstanceID, Metrics: locks.NewMetrics(m.registry), Logger: m.Logger,

@@ -10,6 +10,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // The lock backend in use is recorded in SQL, so that instances of one
@@ -35,6 +37,31 @@ type lockBackendRow struct {
 
 func (lockBackendRow) TableName() string { return "lock_backends" }
 
+// lockBackendMigrations create lock_backends, applied with promptd's own
+// (sqlstore.Migrate), versioned like every other table.
+func lockBackendMigrations() []sqlstore.Migration {
+	return []sqlstore.Migration{{Component: "lockbackend", Version: 1, Name: "lock_backends", Up: func(tx *gorm.DB) error {
+		return sqlstore.CreateTable(tx, sqlstore.Table{
+			Name: "lock_backends",
+			Columns: []string{
+				"instance " + sqlstore.IDColumnType(sqlstore.Dialect(tx)) + " NOT NULL",
+				"backend VARCHAR(16) NOT NULL",
+				"heartbeat_at " + datetime(sqlstore.Dialect(tx)) + " NOT NULL",
+			},
+			Primary: []string{"instance"},
+			Indexes: map[string]string{"lock_backends_heartbeat": "heartbeat_at"},
+		})
+	}}}
+}
+
+// datetime is a column type that gorm reads into a time.Time.
+func datetime(dialect string) string {
+	if dialect == sqlstore.MySQL {
+		return "DATETIME(3)"
+	}
+	return "DATETIME"
+}
+
 // ErrOtherLockBackend: a live instance of this database uses another lock
 // backend.
 var ErrOtherLockBackend = errors.New("another lock backend is in use")
@@ -53,9 +80,6 @@ type lockBackendRecord struct {
 // recordLockBackend writes this instance's row, then refuses with
 // ErrOtherLockBackend when a live row names another backend.
 func recordLockBackend(ctx context.Context, db *gorm.DB, instance, backend string, log *slog.Logger) (*lockBackendRecord, error) {
-	if err := db.WithContext(ctx).AutoMigrate(&lockBackendRow{}); err != nil {
-		return nil, fmt.Errorf("lock backend record: %w", err)
-	}
 	r := &lockBackendRecord{db: db, instance: instance, backend: backend, log: log, done: make(chan struct{})}
 	if err := r.beat(ctx); err != nil {
 		return nil, err
