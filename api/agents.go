@@ -1,14 +1,11 @@
 package api
 
 import (
-	"context"
-	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/promptd/promptd/ident"
-	"github.com/promptd/promptd/promptstore"
 )
 
 // agentResponse is an agent's summary.
@@ -38,17 +35,4 @@ func (s *Server) handleListAgents(c echo.Context) error {
 		out.Items[i] = agentResponse{Agent: a.Agent, LatestVersion: a.LatestVersion, LatestContentHash: a.LatestContentHash, Envs: a.Envs}
 	}
 	return s.send(c, http.StatusOK, out)
-}
-
-// agentErr refines a missing version or pointer: when the agent itself
-// does not exist, the answer says so (404 agent_not_found) instead of
-// naming a version or env of an agent that is not there.
-func (s *Server) agentErr(ctx context.Context, agent string, err error) error {
-	if !errors.Is(err, promptstore.ErrVersionNotFound) && !errors.Is(err, promptstore.ErrNoPointer) {
-		return err
-	}
-	if _, _, lerr := s.cfg.Prompts.ListVersions(ctx, agent, promptstore.Page{Limit: 1}); errors.Is(lerr, promptstore.ErrAgentNotFound) {
-		return errors.Join(promptstore.ErrAgentNotFound, err)
-	}
-	return err
 }

@@ -61,7 +61,7 @@ func (s *Server) handleEnvRollback(c echo.Context) error {
 	}
 	out, err := rs.RollbackEnv(ctx, in)
 	if err != nil {
-		return headerErr(s.agentErr(ctx, agent, err), viaHeader)
+		return headerErr(err, viaHeader)
 	}
 	active, err := s.activeRelease(ctx, out.Env)
 	if err != nil {

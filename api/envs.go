@@ -104,7 +104,7 @@ func (s *Server) handleGetEnv(c echo.Context) error {
 	ctx := c.Request().Context()
 	e, err := s.cfg.Prompts.GetEnv(ctx, agent, env)
 	if err != nil {
-		err = s.agentErr(ctx, agent, err)
+
 		if errors.Is(err, promptstore.ErrNoPointer) && !errors.Is(err, promptstore.ErrAgentNotFound) {
 			return &Error{Code: CodeNotFound, Detail: fmt.Sprintf("agent %s has no pointer in env %s", agent, env), Err: err}
 		}
@@ -159,7 +159,7 @@ func (s *Server) handlePutEnv(c echo.Context) error {
 	e, err := s.cfg.Prompts.SwitchPointer(ctx, promptstore.SwitchInput{
 		Agent: agent, Env: env, Version: *req.Version, ExpectedRevision: expected, Reason: req.Reason})
 	if err != nil {
-		err = s.agentErr(ctx, agent, err)
+
 		if viaHeader {
 			return fromHeader{err}
 		}

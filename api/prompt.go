@@ -64,7 +64,7 @@ func (s *Server) handlePrompt(c echo.Context) error {
 	ctx := c.Request().Context()
 	p, err := s.cfg.Prompts.ResolvePrompt(ctx, s.cfg.Resolver, req)
 	if err != nil {
-		return s.agentErr(ctx, req.Agent, err)
+		return err
 	}
 	buf := bodyPool.Get().(*[]byte)
 	defer bodyPool.Put(buf)
@@ -266,7 +266,7 @@ func (s *Server) handleAssemble(c echo.Context) error {
 	a, err := s.cfg.Prompts.Assemble(ctx, s.cfg.Resolver, s.cfg.History, promptstore.AssembleInput{
 		Request: req, Variables: vars, History: body.History, MaxHistoryTurns: body.MaxHistoryTurns})
 	if err != nil {
-		return s.agentErr(ctx, req.Agent, err)
+		return err
 	}
 	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
 	return s.send(c, http.StatusOK, a)

@@ -2,13 +2,11 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
 )
 
@@ -157,7 +155,7 @@ func (s *Server) handleCreateRelease(c echo.Context) error {
 	rel, err := rs.Create(ctx, release.CreateInput{Agent: agent, Env: env, CandidateVersion: *req.CandidateVersion,
 		Percent: req.percent, Stickiness: req.Stickiness, Steps: req.steps, Message: req.Message, ExpectedRevision: expected})
 	if err != nil {
-		return headerErr(s.agentErr(ctx, agent, err), viaHeader)
+		return headerErr(err, viaHeader)
 	}
 	return s.sendRelease(c, http.StatusCreated, rel)
 }
@@ -198,12 +196,6 @@ func (s *Server) handleListReleases(c echo.Context) error {
 	items, next, err := rs.List(ctx, agent, env, page)
 	if err != nil {
 		return err
-	}
-	if len(items) == 0 && page.Cursor == "" {
-		// An empty list of an agent that does not exist: say so.
-		if err := s.agentErr(ctx, agent, promptstore.ErrNoPointer); errors.Is(err, promptstore.ErrAgentNotFound) {
-			return err
-		}
 	}
 	out := list[releaseResponse]{Items: make([]releaseResponse, len(items)), Next: cursor(next)}
 	for i, r := range items {

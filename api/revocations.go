@@ -57,7 +57,7 @@ func (s *Server) revoke(c echo.Context, in promptstore.RevokeInput) error {
 	ctx := c.Request().Context()
 	e, err := s.cfg.Prompts.Revoke(ctx, in)
 	if err != nil {
-		return s.agentErr(ctx, in.Agent, err)
+		return err
 	}
 	return s.sendEnv(c, http.StatusOK, e)
 }

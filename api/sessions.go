@@ -140,7 +140,7 @@ func (s *Server) handleCreateSession(c echo.Context) error {
 	sess, created, err := ss.Create(ctx, session.CreateInput{SessionID: deref(req.SessionID), Agent: req.Agent, Env: req.Env,
 		UserID: deref(req.UserID), Metadata: req.Metadata, IdleTTL: req.idleTTL})
 	if err != nil {
-		return s.agentErr(ctx, req.Agent, err)
+		return err
 	}
 	status := http.StatusOK
 	if created {

@@ -104,7 +104,7 @@ func (s *Server) handleGetVersion(c echo.Context) error {
 	ctx := c.Request().Context()
 	v, err := s.cfg.Prompts.GetVersion(ctx, agent, n)
 	if err != nil {
-		return s.agentErr(ctx, agent, err)
+		return err
 	}
 	etag := `"` + v.ContentHash + `"`
 	h := c.Response().Header()
@@ -138,7 +138,7 @@ func (s *Server) handleDiff(c echo.Context) error {
 	ctx := c.Request().Context()
 	diff, err := s.cfg.Prompts.Diff(ctx, agent, a, b)
 	if err != nil {
-		return s.agentErr(ctx, agent, err)
+		return err
 	}
 	c.Response().Header().Set(echo.HeaderCacheControl, immutable)
 	return c.Blob(http.StatusOK, "text/x-diff; charset=utf-8", []byte(diff))

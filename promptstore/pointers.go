@@ -102,7 +102,7 @@ func envTx(db *gorm.DB, agent, env string) (*Env, error) {
 		return nil, err
 	}
 	if row == nil {
-		return nil, ErrNoPointer
+		return nil, absent(db, agent, ErrNoPointer)
 	}
 	e := &Env{Agent: agent, Env: env, Version: row.Version, Revision: row.Revision, UpdatedBy: row.UpdatedBy,
 		UpdatedAt: time.UnixMilli(row.UpdatedAtMs).UTC(), History: []Move{}}
@@ -191,7 +191,7 @@ func (s *Store) switchTx(ctx context.Context, tx *gorm.DB, in SwitchInput, actio
 		return nil, err
 	}
 	if exists == 0 {
-		return nil, ErrVersionNotFound
+		return nil, absent(tx, in.Agent, ErrVersionNotFound)
 	}
 	var revoked int
 	if err := tx.Raw(`SELECT COUNT(*) FROM prompt_revocations WHERE agent = ? AND env = ? AND version = ?`,
@@ -313,7 +313,9 @@ func (s *Store) Pointer(ctx context.Context, agent, env string) (*PointerState, 
 		return nil, err
 	}
 	if st.Revision == 0 {
-		return nil, ErrNoPointer
+		sctx, cancel := s.sqlCtx(ctx)
+		defer cancel()
+		return nil, absent(s.db.WithContext(sctx), agent, ErrNoPointer)
 	}
 	return st, nil
 }

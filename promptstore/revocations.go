@@ -66,7 +66,7 @@ func (s *Store) revokeTx(ctx context.Context, tx *gorm.DB, in RevokeInput) (*Poi
 		return nil, err
 	}
 	if ptr == nil {
-		return nil, ErrNoPointer
+		return nil, absent(tx, in.Agent, ErrNoPointer)
 	}
 	if ok, err := versionExists(tx, in.Agent, in.Version); err != nil || !ok {
 		if err == nil {

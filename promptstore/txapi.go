@@ -81,6 +81,12 @@ type PointerChange struct {
 	Revoke int
 }
 
+// Absent answers a miss of the transaction: ErrAgentNotFound when the
+// agent has no version at all, else err (ErrNoPointer,
+// ErrVersionNotFound), so callers report the right one without asking
+// again.
+func (p PointerTx) Absent(agent string, err error) error { return absent(p.tx, agent, err) }
+
 // Change applies c with the row's revision condition (and active release
 // condition) checked by rows affected, and returns the new state.
 func (p PointerTx) Change(ctx context.Context, c PointerChange) (*PointerState, error) {
@@ -90,7 +96,7 @@ func (p PointerTx) Change(ctx context.Context, c PointerChange) (*PointerState, 
 		return nil, err
 	}
 	if cur == nil {
-		return nil, ErrNoPointer
+		return nil, absent(tx, c.Agent, ErrNoPointer)
 	}
 	ms := s.now().UnixMilli()
 	actor := audit.Actor(ctx)

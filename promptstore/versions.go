@@ -178,6 +178,22 @@ func conflict(tx *gorm.DB, agent string, base int) error {
 	return &VersionConflict{Agent: agent, Base: base, Latest: latest}
 }
 
+// absent answers a miss within tx: ErrAgentNotFound when the agent has
+// no version at all, else err (ErrNoPointer, ErrVersionNotFound). It runs
+// only on the not-found path, one primary-key read of prompt_agents in
+// the transaction (or session) that missed, so the store itself says
+// which of the two is missing and no caller asks again.
+func absent(tx *gorm.DB, agent string, err error) error {
+	latest, lerr := latestVersion(tx, agent)
+	switch {
+	case lerr != nil:
+		return lerr
+	case latest == 0:
+		return ErrAgentNotFound
+	}
+	return err
+}
+
 // missing tells a missing version of an existing agent from a missing agent.
 func missing(tx *gorm.DB, agent string) error {
 	latest, err := latestVersion(tx, agent)

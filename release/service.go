@@ -155,7 +155,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Release, error) 
 		case err != nil:
 			return nil, err
 		case cur == nil:
-			return nil, promptstore.ErrNoPointer
+			return nil, s.store.InTx(tx).Absent(in.Agent, promptstore.ErrNoPointer)
 		case in.ExpectedRevision != nil && *in.ExpectedRevision != cur.Revision:
 			return nil, &promptstore.RevisionConflict{Expected: *in.ExpectedRevision, Current: cur.Revision}
 		case cur.ActiveReleaseID != "":
@@ -164,7 +164,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Release, error) 
 			return nil, invalidf(CodeInvalidField, "candidate_version", "the candidate is the env's current version")
 		}
 		if ok, err := s.store.InTx(tx).VersionExists(in.Agent, in.CandidateVersion); err != nil || !ok {
-			return nil, fmtErr(err, promptstore.ErrVersionNotFound)
+			return nil, fmtErr(err, s.store.InTx(tx).Absent(in.Agent, promptstore.ErrVersionNotFound))
 		}
 		if revoked, err := s.store.InTx(tx).IsRevoked(in.Agent, in.Env, in.CandidateVersion); err != nil || revoked {
 			return nil, fmtErr(err, promptstore.ErrVersionRevoked)
@@ -284,6 +284,12 @@ func (s *Service) List(ctx context.Context, agent, env string, p promptstore.Pag
 	var rows []releaseRow
 	if err := s.db.WithContext(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
 		return nil, "", storeErr(err)
+	}
+	if len(rows) == 0 && p.Cursor == "" {
+		// No release: of an agent that does not exist, say so.
+		if err := s.store.InTx(s.db.WithContext(ctx)).Absent(agent, nil); err != nil {
+			return nil, "", storeErr(err)
+		}
 	}
 	next := ""
 	if len(rows) > p.Limit {
