@@ -1,0 +1,214 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/promptd/promptd"
+	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/webhook"
+	"github.com/promptd/promptd/webhook/webhooktest"
+)
+
+// fast is a short retry schedule for tests (production: DefaultBackoff,
+// 5 s .. 6 h).
+var fast = []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond, 100 * time.Millisecond,
+	100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond}
+
+func testKey(t *testing.T) *webhook.Cipher {
+	key, _ := webhook.ParseKey(webhook.NewKey())
+	c, err := webhook.NewCipher(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// runtime is promptd over db with webhooks that may call loopback receivers.
+func runtime(t *testing.T, db *gorm.DB, mod func(*webhook.Options)) *promptd.Runtime {
+	o := webhook.Options{Cipher: testKey(t), Guard: webhook.Guard{AllowHTTP: true, AllowPrivate: true}, Backoff: fast,
+		Poll: 20 * time.Millisecond}
+	if mod != nil {
+		mod(&o)
+	}
+	rt := promptd.New(db, promptd.Options{Instance: "test-1", Webhooks: o, EventFlush: 20 * time.Millisecond})
+	t.Cleanup(func() { _ = rt.Close() })
+	return rt
+}
+
+// emit writes n audit events of action, as a domain change does.
+func emit(t *testing.T, db *gorm.DB, action, agent string, n int) {
+	t.Helper()
+	for i := range n {
+		err := db.Transaction(func(tx *gorm.DB) error {
+			return audit.Log{Instance: "test-1"}.Append(context.Background(), tx,
+				audit.Event{Action: action, Agent: agent, Resource: fmt.Sprintf("agents/%s/%d", agent, i)}, map[string]any{"revision": i + 1})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestDelivery_whenReceiverFailsThreeAttempts_isDeliveredOnTheFourthSignedWithOneID(t *testing.T) {
+	testenv.ForEachDialect(t, promptd.Migrations(), func(t *testing.T, db *gorm.DB) {
+		recv := webhooktest.NewReceiver(t)
+		recv.FailFirst = 3
+		rt := runtime(t, db, nil)
+		ctx := context.Background()
+		w, err := rt.Webhooks.Create(ctx, webhook.CreateInput{URL: recv.URL(), Actions: []string{"version.*"}, Agents: []string{"support"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		emit(t, db, "version.created", "support", 5)
+		emit(t, db, "version.created", "other", 2)   // another agent: not delivered
+		emit(t, db, "session.created", "support", 2) // another action: not delivered
+		waitFor(t, 30*time.Second, "5 deliveries", func() bool { return recv.Delivered() == 5 })
+		time.Sleep(200 * time.Millisecond) // nothing more arrives
+		attempts := recv.Attempts()
+		perID := map[string]int{}
+		for _, a := range attempts {
+			perID[a.ID]++
+			var body struct {
+				Type string `json:"type"`
+				Data struct {
+					Seq   int64  `json:"seq"`
+					Agent string `json:"agent"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal(a.Body, &body); err != nil || body.Type != "version.created" || body.Data.Agent != "support" {
+				t.Fatalf("body %s: %v", a.Body, err)
+			}
+			if a.ID != webhook.MessageID(body.Data.Seq, w.ID) {
+				t.Fatalf("webhook-id %s for seq %d", a.ID, body.Data.Seq)
+			}
+		}
+		if len(perID) != 5 || len(attempts) != 20 {
+			t.Fatalf("%d messages in %d attempts; want 5 in 20 (3 failures and a success each): %v", len(perID), len(attempts), perID)
+		}
+		if res := webhooktest.Verify(t, w.Secret, attempts); res.Verified != 20 || res.Failed != 0 {
+			t.Fatalf("standardwebhooks: %s", res)
+		}
+		ds, _, err := rt.Webhooks.Deliveries(ctx, w.ID, 0, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if d.State != webhook.Delivered || d.Attempts != 4 || d.LastStatus != 204 || d.LastError != "" {
+				t.Fatalf("delivery %+v; want delivered after 4 attempts", d)
+			}
+		}
+	})
+}
+
+func TestDelivery_whenReceiverAnswers410_disablesTheWebhook(t *testing.T) {
+	db := testenv.OpenDB(t, sqliteCfg(t), promptd.Migrations())
+	gone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusGone) }))
+	defer gone.Close()
+	rt := runtime(t, db, nil)
+	ctx := context.Background()
+	w, err := rt.Webhooks.Create(ctx, webhook.CreateInput{URL: gone.URL, Actions: []string{"*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emit(t, db, "version.created", "a", 1)
+	waitFor(t, 10*time.Second, "the webhook disabled", func() bool {
+		got, err := rt.Webhooks.Get(ctx, w.ID)
+		return err == nil && !got.Enabled
+	})
+	ds, _, _ := rt.Webhooks.Deliveries(ctx, w.ID, 0, 10)
+	if len(ds) == 0 || ds[len(ds)-1].State != webhook.Failed || ds[len(ds)-1].LastError != "http_410" {
+		t.Fatalf("deliveries %+v; want the first failed with http_410", ds)
+	}
+}
+
+func TestRetryAfter_isHonouredUpToAnHour(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for v, want := range map[string]time.Duration{"": 0, "7": 7 * time.Second, "86400": time.Hour, "-3": 0, "soon": 0,
+		now.Add(90 * time.Second).Format(http.TimeFormat): 90 * time.Second} {
+		if got := webhook.RetryAfter(v, now); got != want {
+			t.Errorf("Retry-After %q = %s, want %s", v, got, want)
+		}
+	}
+}
+
+func TestCreate_pastTheLimits_isRefused(t *testing.T) {
+	db := testenv.OpenDB(t, sqliteCfg(t), promptd.Migrations())
+	rt := runtime(t, db, func(o *webhook.Options) { o.MaxWebhooks = 2 })
+	ctx := context.Background()
+	for i := range 2 {
+		if _, err := rt.Webhooks.Create(ctx, webhook.CreateInput{URL: "http://127.0.0.1:9/" + fmt.Sprint(i), Actions: []string{"*"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := rt.Webhooks.Create(ctx, webhook.CreateInput{URL: "http://127.0.0.1:9/x", Actions: []string{"*"}})
+	var le *promptstore.LimitError
+	if !errors.As(err, &le) || le.Limit != 2 {
+		t.Fatalf("third create: %v; want a LimitError of 2", err)
+	}
+	none := promptd.New(db, promptd.Options{Instance: "no-key"})
+	defer none.Close()
+	if _, err := none.Webhooks.Create(ctx, webhook.CreateInput{URL: "https://example.com", Actions: []string{"*"}}); !errors.Is(err, webhook.ErrNoSecretKey) {
+		t.Fatalf("create without a key: %v; want ErrNoSecretKey", err)
+	}
+}
+
+func TestQueue_pastMaxPending_recordsQueueFull(t *testing.T) {
+	db := testenv.OpenDB(t, sqliteCfg(t), promptd.Migrations())
+	// A receiver that never answers 2xx keeps deliveries pending.
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(503) }))
+	defer down.Close()
+	rt := runtime(t, db, func(o *webhook.Options) {
+		o.MaxPending = 3
+		o.Backoff = []time.Duration{time.Hour}
+	})
+	ctx := context.Background()
+	w, err := rt.Webhooks.Create(ctx, webhook.CreateInput{URL: down.URL, Actions: []string{"version.*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emit(t, db, "version.created", "a", 5)
+	var ds []webhook.Delivery
+	waitFor(t, 10*time.Second, "5 deliveries", func() bool {
+		ds, _, _ = rt.Webhooks.Deliveries(ctx, w.ID, 0, 10)
+		return len(ds) == 5
+	})
+	var states []string
+	for _, d := range ds {
+		states = append(states, d.State+"/"+d.LastError)
+	}
+	got := strings.Join(states, " ")
+	if strings.Count(got, "failed/queue_full") != 2 || strings.Count(got, "pending/") != 3 {
+		t.Fatalf("deliveries newest first: %s; want the 2 newest failed/queue_full and 3 pending", got)
+	}
+	// A manual retry queues one again.
+	d, err := rt.Webhooks.Retry(ctx, w.ID, ds[0].ID)
+	if err != nil || d.State != webhook.Pending {
+		t.Fatalf("retry: %+v %v", d, err)
+	}
+	if _, err := rt.Webhooks.Retry(ctx, w.ID, 999999); !errors.Is(err, webhook.ErrDeliveryNotFound) {
+		t.Fatalf("retry of an unknown delivery: %v", err)
+	}
+}
