@@ -180,7 +180,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		e.check("PROMPTD_SECRET_KEY", err)
 		c.SecretKey = key
 	}
-	c.WebhookBackoff = e.durations("PROMPTD_WEBHOOK_BACKOFF", webhook.DefaultBackoff)
+	c.WebhookBackoff = e.durations("PROMPTD_WEBHOOK_BACKOFF", nil) // nil: webhook.DefaultBackoff
 	e.check("PROMPTD_METRICS_TOKEN", checkSecret(c.MetricsToken))
 	tokens, err := parseTokens(e.str("PROMPTD_TOKENS", ""))
 	e.check("PROMPTD_TOKENS", err)
