@@ -82,6 +82,13 @@ func (r *Receiver) serve(ln net.Listener) {
 	go func() { _ = srv.Serve(ln) }()
 }
 
+// SetHold changes Hold while the receiver runs.
+func (r *Receiver) SetHold(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Hold = d
+}
+
 // Down closes the receiver (connections are refused) for d, then listens
 // on the same port again. It returns at once.
 func (r *Receiver) Down(d time.Duration) {
@@ -117,8 +124,9 @@ func (r *Receiver) handle(w http.ResponseWriter, req *http.Request) {
 		r.overlaps++
 	}
 	r.inflight[id]++
+	hold := r.Hold
 	r.mu.Unlock()
-	time.Sleep(r.Hold)
+	time.Sleep(hold)
 	status := http.StatusNoContent
 	if n <= r.FailFirst {
 		status = http.StatusInternalServerError
@@ -146,6 +154,17 @@ func (r *Receiver) Attempts() []Attempt {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Attempt(nil), r.attempts...)
+}
+
+// InFlight is how many requests are being answered now.
+func (r *Receiver) InFlight() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.inflight {
+		n += c
+	}
+	return n
 }
 
 // Overlaps is how many requests arrived while another attempt of the same
