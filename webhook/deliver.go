@@ -70,7 +70,10 @@ func (s *Service) deliverDue(ctx context.Context) error {
 	}
 	db := s.o.DB.WithContext(ctx)
 	now := s.o.Now()
-	ms := now.UnixMilli()
+	ms, err := s.clock(ctx)
+	if err != nil {
+		return err
+	}
 	var ids []string
 	if err := db.Raw(`SELECT DISTINCT webhook_id FROM webhook_deliveries WHERE state = ? AND next_attempt_at_ms <= ? AND lease_until_ms <= ?`,
 		Pending, ms, ms).Scan(&ids).Error; err != nil {
@@ -85,6 +88,11 @@ func (s *Service) deliverDue(ctx context.Context) error {
 		}
 		r, err := s.read(db, id, false)
 		if errors.Is(err, ErrNotFound) {
+			// Created by a dispatch that raced the webhook's deletion.
+			if err := db.Exec(`DELETE FROM webhook_deliveries WHERE webhook_id = ? AND NOT EXISTS (SELECT 1 FROM webhooks WHERE id = ?)`,
+				id, id).Error; err != nil {
+				return sqlstore.Translate(err)
+			}
 			continue
 		} else if err != nil {
 			return err
@@ -108,7 +116,7 @@ func (s *Service) deliverDue(ctx context.Context) error {
 			default:
 				return nil // every worker is busy
 			}
-			ok, err := s.claim(ctx, d)
+			ok, err := s.claim(ctx, d, ms)
 			if err != nil || !ok {
 				<-s.slots
 				if err != nil {
@@ -151,10 +159,25 @@ func (s *Service) target(r *row, now time.Time) (target, error) {
 	return t, nil
 }
 
+// clock is the time leases are reckoned in: the SQL server's on MySQL
+// (every instance compares against one clock, so a skewed instance clock
+// cannot take over a lease early), this process's on SQLite (one process).
+func (s *Service) clock(ctx context.Context) (int64, error) {
+	if sqlstore.Dialect(s.o.DB) != sqlstore.MySQL {
+		return s.o.Now().UnixMilli(), nil
+	}
+	var ms int64
+	if err := s.o.DB.WithContext(ctx).Raw(`SELECT CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)`).Scan(&ms).Error; err != nil {
+		return 0, sqlstore.Translate(err)
+	}
+	return ms, nil
+}
+
 // claim leases one attempt of d: compare-and-set on attempts, so of the
-// instances that saw d due, one sends this attempt.
-func (s *Service) claim(ctx context.Context, d deliveryRow) (bool, error) {
-	now := s.o.Now().UnixMilli()
+// instances that saw d due, one sends this attempt. now is the lease
+// clock's time of this pass; the lease ends Lease after it, at least
+// Lease - Timeout after the attempt's own deadline.
+func (s *Service) claim(ctx context.Context, d deliveryRow, now int64) (bool, error) {
 	res := s.o.DB.WithContext(ctx).Exec(`UPDATE webhook_deliveries SET attempts = attempts + 1, lease_until_ms = ?, updated_at_ms = ?
 		WHERE id = ? AND attempts = ? AND state = ? AND lease_until_ms <= ?`,
 		now+s.o.Lease.Milliseconds(), now, d.ID, d.Attempts, Pending, now)
@@ -246,7 +269,7 @@ func (s *Service) record(t target, d deliveryRow, status int, retryAfter time.Du
 	case disable:
 		state, outcome = Failed, "failed"
 	default:
-		n := d.Attempts - d.RetryBase // attempts of this schedule so far
+		n := d.Attempts - d.RetryBase // attempts of this schedule so far (RetryBase as read before the claim: n >= 1)
 		if n > len(s.o.Backoff) {
 			state, outcome = Failed, "failed"
 			break

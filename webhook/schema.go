@@ -6,6 +6,10 @@ import (
 	"github.com/promptd/promptd/sqlstore"
 )
 
+// createsRow is the webhook_cursor row that webhook creates update first:
+// its row lock makes the count against MaxWebhooks exact across instances.
+const createsRow = "creates"
+
 // Migrations create the webhooks, their deliveries and the dispatcher's
 // cursor. A delivery's unique key (webhook_id, seq) makes a second
 // delivery of one event to one webhook impossible to write.
@@ -61,10 +65,18 @@ func Migrations() []sqlstore.Migration {
 		}); err != nil {
 			return err
 		}
-		return sqlstore.CreateTable(tx, sqlstore.Table{
+		if err := sqlstore.CreateTable(tx, sqlstore.Table{
 			Name:    "webhook_cursor",
 			Columns: []string{"name VARCHAR(64) NOT NULL", "seq BIGINT NOT NULL"},
 			Primary: []string{"name"},
-		})
+		}); err != nil {
+			return err
+		}
+		// The row creates lock, so that two instances never both create
+		// the 100th webhook.
+		if err := tx.Exec(`INSERT INTO webhook_cursor (name, seq) VALUES (?, 0)`, createsRow).Error; err != nil && !sqlstore.IsDuplicate(err) {
+			return err
+		}
+		return nil
 	}}}
 }

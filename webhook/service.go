@@ -296,6 +296,10 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*WithSecret, erro
 	}
 	id, secret, now := newID(), NewSecret(), s.o.Now()
 	return sqlstore.Transact(ctx, s.o.DB, func(tx *gorm.DB) (*WithSecret, error) {
+		// Serialise creates (the row lock, held to commit), then count.
+		if err := tx.Exec(`UPDATE webhook_cursor SET seq = seq + 1 WHERE name = ?`, createsRow).Error; err != nil {
+			return nil, err
+		}
 		var n int64
 		if err := tx.Raw(`SELECT COUNT(*) FROM webhooks`).Scan(&n).Error; err != nil {
 			return nil, err

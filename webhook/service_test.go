@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/internal/testenv"
 	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/sqlstore"
 	"github.com/promptd/promptd/webhook"
 	"github.com/promptd/promptd/webhook/webhooktest"
 )
@@ -210,5 +213,88 @@ func TestQueue_pastMaxPending_recordsQueueFull(t *testing.T) {
 	}
 	if _, err := rt.Webhooks.Retry(ctx, w.ID, 999999); !errors.Is(err, webhook.ErrDeliveryNotFound) {
 		t.Fatalf("retry of an unknown delivery: %v", err)
+	}
+}
+
+func TestCreate_concurrentlyOnTwoInstances_neverPassesTheLimit(t *testing.T) {
+	db := testenv.OpenDB(t, sqlstore.Config{MySQLDSN: testenv.MySQLDSN(t)}, promptd.Migrations())
+	limit := func(o *webhook.Options) { o.MaxWebhooks = 5 }
+	rts := []*promptd.Runtime{runtime(t, db, limit), runtime(t, db, limit)}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var created atomic.Int64
+	for i := range 20 {
+		wg.Go(func() {
+			_, err := rts[i%2].Webhooks.Create(ctx, webhook.CreateInput{URL: fmt.Sprintf("http://127.0.0.1:9/%d", i), Actions: []string{"x.y"}})
+			var le *promptstore.LimitError
+			switch {
+			case err == nil:
+				created.Add(1)
+			case errors.As(err, &le), errors.Is(err, sqlstore.ErrUnavailable): // a deadlock is a retryable outcome, never a 6th
+			default:
+				t.Errorf("create: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	var n int64
+	db.Raw(`SELECT COUNT(*) FROM webhooks`).Scan(&n)
+	if n != 5 || created.Load() != 5 {
+		t.Fatalf("%d webhooks exist (%d creates succeeded); the limit is 5", n, created.Load())
+	}
+}
+
+func TestRetry_byHandDuringAnAttempt_keepsTheDeliveryOnItsSchedule(t *testing.T) {
+	db := testenv.OpenDB(t, sqliteCfg(t), promptd.Migrations())
+	release := make(chan struct{})
+	var calls atomic.Int64
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if calls.Add(1) == 1 {
+			<-release // the first attempt hangs until the test lets it fail
+			w.WriteHeader(500)
+			return
+		}
+		w.WriteHeader(204)
+	}))
+	defer recv.Close()
+	rt := runtime(t, db, nil)
+	ctx := context.Background()
+	w, err := rt.Webhooks.Create(ctx, webhook.CreateInput{URL: recv.URL, Actions: []string{"version.*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emit(t, db, "version.created", "a", 1)
+	waitFor(t, 10*time.Second, "the first attempt", func() bool { return calls.Load() == 1 })
+	ds, _, _ := rt.Webhooks.Deliveries(ctx, w.ID, 0, 1)
+	if _, err := rt.Webhooks.Retry(ctx, w.ID, ds[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	waitFor(t, 10*time.Second, "delivered after the retry", func() bool {
+		ds, _, _ := rt.Webhooks.Deliveries(ctx, w.ID, 0, 1)
+		return len(ds) == 1 && ds[0].State == webhook.Delivered
+	})
+}
+
+func TestLease_whenAnInstanceClockRunsAhead_isNotTakenOverEarly(t *testing.T) {
+	db := testenv.OpenDB(t, sqlstore.Config{MySQLDSN: testenv.MySQLDSN(t)}, promptd.Migrations())
+	recv := webhooktest.NewReceiver(t)
+	recv.Hold = 3 * time.Second // the attempt stays in flight
+	key := testKey(t)
+	a := runtime(t, db, func(o *webhook.Options) { o.Cipher = key })
+	ctx := context.Background()
+	if _, err := a.Webhooks.Create(ctx, webhook.CreateInput{URL: recv.URL(), Actions: []string{"version.*"}}); err != nil {
+		t.Fatal(err)
+	}
+	emit(t, db, "version.created", "a", 1)
+	waitFor(t, 10*time.Second, "instance a's attempt in flight", func() bool { return recv.InFlight() == 1 })
+	// Instance b's clock is 20 s ahead: by it, a's 15 s lease has run out.
+	runtime(t, db, func(o *webhook.Options) {
+		o.Cipher = key
+		o.Now = func() time.Time { return time.Now().Add(20 * time.Second) }
+	})
+	waitFor(t, 10*time.Second, "the delivery", func() bool { return recv.Delivered() == 1 })
+	if n := recv.Overlaps(); n != 0 {
+		t.Fatalf("%d attempts overlapped a's attempt in flight: b took over the lease by its own clock", n)
 	}
 }
