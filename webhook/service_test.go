@@ -298,3 +298,32 @@ func TestLease_whenAnInstanceClockRunsAhead_isNotTakenOverEarly(t *testing.T) {
 		t.Fatalf("%d attempts overlapped a's attempt in flight: b took over the lease by its own clock", n)
 	}
 }
+
+func TestRotateSecret_signsWithBothSecretsForTheOverlap(t *testing.T) {
+	db := testenv.OpenDB(t, sqliteCfg(t), promptd.Migrations())
+	recv := webhooktest.NewReceiver(t)
+	rt := runtime(t, db, nil)
+	ctx := context.Background()
+	w, err := rt.Webhooks.Create(ctx, webhook.CreateInput{URL: recv.URL(), Actions: []string{"version.*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rt.Webhooks.RotateSecret(ctx, w.ID, w.Revision)
+	if err != nil || r.OldSecretUntil == nil || r.OldSecretUntil.Sub(time.Now()) < 23*time.Hour {
+		t.Fatalf("rotate: %+v %v", r, err)
+	}
+	if _, err := rt.Webhooks.RotateSecret(ctx, w.ID, w.Revision); err == nil {
+		t.Fatal("a stale rotate was accepted")
+	}
+	emit(t, db, "version.created", "a", 1)
+	waitFor(t, 10*time.Second, "the delivery", func() bool { return recv.Delivered() == 1 })
+	at := recv.Attempts()
+	if sigs := strings.Fields(at[0].Signature); len(sigs) != 2 {
+		t.Fatalf("webhook-signature %q; want the new and the old signature", at[0].Signature)
+	}
+	for name, secret := range map[string]string{"new": r.Secret, "old": w.Secret} {
+		if res := webhooktest.Verify(t, secret, at); res.Verified != 1 {
+			t.Errorf("with the %s secret: %s", name, res)
+		}
+	}
+}
