@@ -24,6 +24,7 @@ const (
 	cursorName    = "dispatcher"
 	dispatchBatch = 500
 	insertBatch   = 100
+	insertBytes   = 4 << 20
 	dispatchLease = 5 * time.Second
 	dispatchTurn  = 30 * time.Second
 )
@@ -170,8 +171,16 @@ func (s *Service) DispatchOnce(ctx context.Context) (int, int64, error) {
 	}
 	next := evs[len(evs)-1].Seq
 	_, err = sqlstore.Transact(sqlstore.WithoutCommitHooks(ctx), s.o.DB, func(tx *gorm.DB) (struct{}, error) {
-		for i := 0; i < len(rows); i += insertBatch {
-			part := rows[i:min(i+insertBatch, len(rows))]
+		for i := 0; i < len(rows); {
+			// At most insertBatch rows and insertBytes of bodies a statement
+			// (MySQL's max_allowed_packet), at least one row.
+			j, size := i, 0
+			for j < len(rows) && j-i < insertBatch && (j == i || size+len(rows[j][3].(string)) <= insertBytes) {
+				size += len(rows[j][3].(string))
+				j++
+			}
+			part := rows[i:j]
+			i = j
 			args := make([]any, 0, len(part)*13)
 			for _, r := range part {
 				args = append(args, r...)
