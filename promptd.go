@@ -37,6 +37,7 @@ import (
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/session"
 	"github.com/promptd/promptd/sqlstore"
+	"github.com/promptd/promptd/webhook"
 )
 
 // Migrations are the schema migrations of every component, in the order
@@ -44,7 +45,7 @@ import (
 func Migrations() []sqlstore.Migration {
 	var ms []sqlstore.Migration
 	for _, m := range [][]sqlstore.Migration{audit.Migrations(), promptstore.Migrations(), idempotency.Migrations(),
-		release.Migrations(), session.Migrations(), board.Migrations()} {
+		release.Migrations(), session.Migrations(), board.Migrations(), webhook.Migrations()} {
 		ms = append(ms, m...)
 	}
 	return ms
@@ -85,6 +86,9 @@ type Options struct {
 	EventRetention time.Duration
 	// FeedMetrics receives the change feed's metrics; nil records none.
 	FeedMetrics *events.FeedMetrics
+	// Webhooks configures webhook deliveries (secret key cipher, address
+	// guard, backoff, metrics); New fills in the database, feed and locks.
+	Webhooks webhook.Options
 }
 
 // Runtime is promptd's domain services over one database. Safe for
@@ -109,6 +113,9 @@ type Runtime struct {
 	Feed *events.Feed
 	// Boards holds the shared blackboards of agent groups.
 	Boards *board.Service
+	// Webhooks keeps webhooks and delivers the feed to them (its
+	// dispatcher on one instance at a time, deliverers on every one).
+	Webhooks *webhook.Service
 
 	db     *gorm.DB
 	ownsDB bool
@@ -178,6 +185,12 @@ func New(db *gorm.DB, o Options) *Runtime {
 		Logger: o.Logger, Metrics: o.FeedMetrics})
 	seq := events.NewSequencer(events.SequencerOptions{DB: db, Bus: bus, Locker: o.Locker, Keys: o.Keys,
 		Logger: o.Logger, Metrics: o.FeedMetrics})
+	wo := o.Webhooks
+	wo.DB, wo.Feed, wo.Locker, wo.Keys, wo.Instance = db, feed, o.Locker, o.Keys, o.Instance
+	if wo.Logger == nil {
+		wo.Logger = o.Logger
+	}
+	hooks := webhook.New(wo)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -185,11 +198,12 @@ func New(db *gorm.DB, o Options) *Runtime {
 		var wg sync.WaitGroup
 		wg.Go(func() { feed.Run(ctx) })
 		wg.Go(func() { seq.Run(ctx) })
+		wg.Go(func() { hooks.Run(ctx) })
 		wg.Wait()
 	}()
 	return &Runtime{Prompts: store, Releases: releases, Sessions: sessions, Events: batcher, Boards: board.New(bo),
 		Leases:   leases.New(leases.Options{Locker: o.Locker, Keys: o.Keys, Events: batcher}),
-		Resolver: session.Resolver{S: sessions, Next: arm}, Bus: bus, Feed: feed, db: db, stop: stop, done: done}
+		Resolver: session.Resolver{S: sessions, Next: arm}, Bus: bus, Feed: feed, Webhooks: hooks, db: db, stop: stop, done: done}
 }
 
 // Open opens the database of cfg, migrates it and builds the services;
@@ -222,7 +236,7 @@ func (r *Runtime) Assemble(ctx context.Context, in promptstore.AssembleInput) (*
 	return r.Prompts.Assemble(ctx, r.Resolver, r.Sessions, in)
 }
 
-// Close stops the change feed, writes the queued events, ends the event subscription and, when
+// Close stops the change feed and webhook deliveries (attempts in flight end first), writes the queued events, ends the event subscription and, when
 // Open opened it, closes the database. The Locker and Redis client are the
 // caller's.
 func (r *Runtime) Close() error {

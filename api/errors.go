@@ -94,6 +94,10 @@ var statuses = map[string]int{
 	"claimed":                 423,
 	"internal":                500,
 	"store_unavailable":       503,
+	"webhook_not_found":       404,
+	"delivery_not_found":      404,
+	"invalid_url":             422,
+	"secret_key_required":     503,
 }
 
 // Error is an error with a code the client can act on. Handlers return
@@ -184,6 +188,9 @@ func problemFor(err error) *Error {
 		return p
 	}
 	if p := boardProblem(err); p != nil {
+		return p
+	}
+	if p := webhookProblem(err); p != nil {
 		return p
 	}
 	switch {

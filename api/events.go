@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -53,39 +52,11 @@ func visibleTo(role, action string) bool {
 	return role == RoleAdmin || runtimeActions[action] || strings.HasPrefix(action, "board.")
 }
 
-// feedEvent is an event of the change feed as the API shows it.
-type feedEvent struct {
-	Seq      int64           `json:"seq"`
-	ID       int64           `json:"id"`
-	At       timestamp       `json:"at"`
-	Action   string          `json:"action"`
-	Agent    string          `json:"agent,omitempty"`
-	Env      string          `json:"env,omitempty"`
-	Board    string          `json:"board,omitempty"`
-	Resource string          `json:"resource"`
-	Revision *int64          `json:"revision,omitempty"`
-	Details  json.RawMessage `json:"details"`
-	Actor    string          `json:"actor,omitempty"`
-	Instance string          `json:"instance,omitempty"`
-}
+// feedEvent is an event of the change feed as the API shows it (the same
+// shape webhook deliveries carry as data).
+type feedEvent = events.FeedEvent
 
-func toFeedEvent(e audit.Stamped, admin bool) feedEvent {
-	out := feedEvent{Seq: e.Seq, ID: e.ID, At: timestamp(e.At), Action: e.Action, Agent: e.Agent, Env: e.Env,
-		Board: e.Board, Resource: e.Resource, Details: e.Details}
-	var d struct {
-		Revision *int64 `json:"revision"`
-	}
-	if json.Unmarshal(e.Details, &d) == nil {
-		out.Revision = d.Revision
-	}
-	if len(out.Details) == 0 {
-		out.Details = json.RawMessage("{}")
-	}
-	if admin {
-		out.Actor, out.Instance = e.Actor, e.Instance
-	}
-	return out
-}
+func toFeedEvent(e audit.Stamped, admin bool) feedEvent { return events.ToFeedEvent(e, admin) }
 
 // frameCache keeps the SSE frames of recent events, per role view, so
 // that an event sent to many subscribers is encoded once per view.

@@ -90,6 +90,16 @@ func (s *Server) routes() {
 	// The change feed: every committed change, in commit order.
 	v1.GET("/events", s.handleEvents, runtime...)
 	v1.GET("/boards/:board/changes", s.handleBoardChanges, runtime...)
+
+	// Webhooks: the change feed delivered to HTTP receivers.
+	v1.POST("/webhooks", s.handleCreateWebhook, idempotentAdmin...)
+	v1.GET("/webhooks", s.handleListWebhooks, admin...)
+	v1.GET("/webhooks/:id", s.handleGetWebhook, admin...)
+	v1.PATCH("/webhooks/:id", s.handlePatchWebhook, admin...)
+	v1.DELETE("/webhooks/:id", s.handleDeleteWebhook, admin...)
+	v1.POST("/webhooks/:id/rotate-secret", s.handleRotateSecret, idempotentAdmin...)
+	v1.GET("/webhooks/:id/deliveries", s.handleListDeliveries, admin...)
+	v1.POST("/webhooks/:id/deliveries/:delivery/retry", s.handleRetryDelivery, admin...)
 }
 
 // composed registers routes with their middleware composed once, at

@@ -21,6 +21,7 @@ import (
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/session"
+	"github.com/promptd/promptd/webhook"
 )
 
 // DefaultBodyLimit is the largest request body accepted by default (1 MiB).
@@ -83,6 +84,9 @@ type Config struct {
 	// StreamsPerToken caps the open event streams and waits per token on
 	// this instance; zero means DefaultStreamsPerToken.
 	StreamsPerToken int
+	// Webhooks serves the /v1/webhooks routes; nil: they answer 500
+	// internal.
+	Webhooks *webhook.Service
 	// ImportMaxBytes is the body limit of POST /v1/import; zero means
 	// DefaultImportMaxBytes.
 	ImportMaxBytes int64

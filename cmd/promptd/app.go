@@ -109,6 +109,10 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	keys := locks.Keys{Prefix: cfg.KeyPrefix}
+	hooks, err := m.webhookOptions()
+	if err != nil {
+		return err
+	}
 	feedMetrics := events.NewFeedMetrics(m.registry)
 	// The domain services, wired as package promptd wires them for any
 	// embedding program (resolution: session pin -> release arm -> env
@@ -117,7 +121,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Instance: cfg.InstanceID,
 		Logger:   m.Logger,
 		Locker:   m.locker, Keys: keys, Redis: m.redis, RedisTimeout: cfg.RedisTimeout,
-		EventRetention: cfg.EventRetention, FeedMetrics: feedMetrics,
+		EventRetention: cfg.EventRetention, FeedMetrics: feedMetrics, Webhooks: hooks,
 		Prompts: promptstore.Options{
 			Metrics: promptstore.NewMetrics(m.registry),
 			Limits: promptstore.Limits{AssembleMaxBytes: cfg.AssembleMaxBytes, MaxHistoryTurns: int(cfg.AssembleMaxHistoryTurns),
@@ -166,6 +170,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Feed:            m.rt.Feed,
 		FeedMetrics:     feedMetrics,
 		StreamsPerToken: cfg.StreamsPerToken,
+		Webhooks:        m.rt.Webhooks,
 
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,

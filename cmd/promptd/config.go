@@ -18,6 +18,7 @@ import (
 	"github.com/promptd/promptd/api"
 	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/webhook"
 )
 
 // configVars lists every environment variable promptd reads; the tests
@@ -70,6 +71,10 @@ var configVars = []string{
 	"PROMPTD_ETCD_CERT_FILE",
 	"PROMPTD_ETCD_KEY_FILE",
 	"PROMPTD_ETCD_TIMEOUT",
+	"PROMPTD_WEBHOOK_ALLOW_HTTP",
+	"PROMPTD_WEBHOOK_ALLOW_PRIVATE",
+	"PROMPTD_SECRET_KEY",
+	"PROMPTD_WEBHOOK_BACKOFF",
 }
 
 // Token roles.
@@ -137,6 +142,11 @@ type Config struct {
 	BoardDedupeTTL  time.Duration
 	// Leases on etcd (etcd.go): every lease goes through it when set.
 	Etcd EtcdConfig
+	// Webhooks (API.md, Webhooks).
+	WebhookAllowHTTP    bool
+	WebhookAllowPrivate bool
+	SecretKey           []byte          // nil: generated into the data dir (embedded) or webhooks off (MySQL)
+	WebhookBackoff      []time.Duration // the retry schedule
 }
 
 // loadConfig reads and validates the configuration. It reports every
@@ -185,6 +195,14 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.BoardRetention = e.duration("PROMPTD_BOARD_RETENTION", board.DefaultRetention)
 	c.BoardDedupeTTL = e.duration("PROMPTD_BOARD_DEDUPE_TTL", board.DefaultDedupeTTL)
 	c.Etcd = readEtcdConfig(e)
+	c.WebhookAllowHTTP = e.boolean("PROMPTD_WEBHOOK_ALLOW_HTTP", false)
+	c.WebhookAllowPrivate = e.boolean("PROMPTD_WEBHOOK_ALLOW_PRIVATE", false)
+	if k := e.str("PROMPTD_SECRET_KEY", ""); k != "" {
+		key, err := webhook.ParseKey(k)
+		e.check("PROMPTD_SECRET_KEY", err)
+		c.SecretKey = key
+	}
+	c.WebhookBackoff = e.durations("PROMPTD_WEBHOOK_BACKOFF", nil) // nil: webhook.DefaultBackoff
 	e.check("PROMPTD_METRICS_TOKEN", checkSecret(c.MetricsToken))
 	tokens, err := parseTokens(e.str("PROMPTD_TOKENS", ""))
 	e.check("PROMPTD_TOKENS", err)
@@ -248,6 +266,27 @@ func (e *envReader) duration(name string, def time.Duration) time.Duration {
 		e.check(name, fmt.Errorf("duration %q must be positive", v))
 	}
 	return d
+}
+
+// durations reads a comma-separated list of positive durations.
+func (e *envReader) durations(name string, def []time.Duration) []time.Duration {
+	v := e.str(name, "")
+	if v == "" {
+		return def
+	}
+	var out []time.Duration
+	for _, part := range strings.Split(v, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(part))
+		if err != nil || d <= 0 {
+			e.check(name, fmt.Errorf("invalid duration %q in the list (use Go syntax: 5s,30s,2m)", part))
+			return def
+		}
+		out = append(out, d)
+	}
+	if len(out) > 32 {
+		e.check(name, errors.New("at most 32 retries"))
+	}
+	return out
 }
 
 func (e *envReader) boolean(name string, def bool) bool {

@@ -14,7 +14,7 @@ const sqliteFile = "promptd.db"
 
 // privateFiles are the data directory's files that hold data or secrets:
 // the database, its WAL and shared-memory files, and the tokens file.
-var privateFiles = []string{sqliteFile, sqliteFile + "-wal", sqliteFile + "-shm", tokensFile}
+var privateFiles = []string{sqliteFile, sqliteFile + "-wal", sqliteFile + "-shm", tokensFile, secretKeyFile}
 
 // prepareDataDir makes the data directory private whatever it was before
 // (mode 0700: MkdirAll leaves an existing directory's mode alone) and
