@@ -311,3 +311,40 @@ func (s *Service) record(t target, d deliveryRow, status int, retryAfter time.Du
 		s.nudge()
 	}
 }
+
+// pruneBatch bounds one DELETE of Prune.
+const pruneBatch = 1000
+
+// Prune deletes the delivered and failed deliveries created before
+// cutoff (PROMPTD_WEBHOOK_DELIVERY_RETENTION), in batches of pruneBatch,
+// and returns how many. Pending deliveries are never deleted. Run it on
+// one instance (cmd takes a job lease for it); a run cut short by ctx is
+// continued by the next.
+func (s *Service) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
+	db := s.o.DB.WithContext(ctx)
+	var total int64
+	for _, state := range []string{Delivered, Failed} {
+		for {
+			var ids []int64
+			if err := db.Raw(`SELECT id FROM webhook_deliveries WHERE state = ? AND created_at_ms < ? ORDER BY created_at_ms LIMIT ?`,
+				state, cutoff.UnixMilli(), pruneBatch).Scan(&ids).Error; err != nil {
+				return total, sqlstore.Translate(err)
+			}
+			if len(ids) == 0 {
+				break
+			}
+			res := db.Exec(`DELETE FROM webhook_deliveries WHERE id IN ? AND state = ?`, ids, state)
+			if res.Error != nil {
+				return total, sqlstore.Translate(res.Error)
+			}
+			total += res.RowsAffected
+			if len(ids) < pruneBatch {
+				break
+			}
+			if err := ctx.Err(); err != nil {
+				return total, err
+			}
+		}
+	}
+	return total, nil
+}

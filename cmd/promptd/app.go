@@ -143,7 +143,8 @@ func (m *Main) Open(ctx context.Context) error {
 	resolver := m.rt.Resolver
 	m.jobs = newScheduler(m.locker, keys, m.Logger)
 	scheduleJobs(m.jobs, jobDeps{db: m.db, store: m.store, idem: idem, releases: m.releases, sessions: m.sessions,
-		boards: m.rt.Boards, auditRetention: cfg.AuditRetention},
+		boards: m.rt.Boards, auditRetention: cfg.AuditRetention,
+		webhooks: m.rt.Webhooks, deliveryRetention: cfg.WebhookDeliveryRetention},
 		cfg.ReconcileEvery, m.Logger)
 	m.jobs.start()
 

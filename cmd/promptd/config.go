@@ -75,6 +75,7 @@ var configVars = []string{
 	"PROMPTD_WEBHOOK_ALLOW_PRIVATE",
 	"PROMPTD_SECRET_KEY",
 	"PROMPTD_WEBHOOK_BACKOFF",
+	"PROMPTD_WEBHOOK_DELIVERY_RETENTION",
 }
 
 // Token roles.
@@ -147,6 +148,9 @@ type Config struct {
 	WebhookAllowPrivate bool
 	SecretKey           []byte          // nil: generated into the data dir (embedded) or webhooks off (MySQL)
 	WebhookBackoff      []time.Duration // the retry schedule
+	// WebhookDeliveryRetention: delivered and failed deliveries older
+	// than this are deleted.
+	WebhookDeliveryRetention time.Duration
 }
 
 // loadConfig reads and validates the configuration. It reports every
@@ -203,6 +207,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		c.SecretKey = key
 	}
 	c.WebhookBackoff = e.durations("PROMPTD_WEBHOOK_BACKOFF", nil) // nil: webhook.DefaultBackoff
+	c.WebhookDeliveryRetention = e.duration("PROMPTD_WEBHOOK_DELIVERY_RETENTION", 720*time.Hour)
 	e.check("PROMPTD_METRICS_TOKEN", checkSecret(c.MetricsToken))
 	tokens, err := parseTokens(e.str("PROMPTD_TOKENS", ""))
 	e.check("PROMPTD_TOKENS", err)

@@ -31,7 +31,8 @@ func TestLoadConfig_defaults(t *testing.T) {
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second,
 		IdleTimeout: 30 * time.Second, MaxConns: 16384,
 		BoardMaxRecords: 100000, BoardRetention: 720 * time.Hour, BoardDedupeTTL: 168 * time.Hour,
-		Etcd: EtcdConfig{Timeout: time.Second},
+		Etcd:                     EtcdConfig{Timeout: time.Second},
+		WebhookDeliveryRetention: 720 * time.Hour,
 	}
 	if !strings.Contains(c.InstanceID, "-") {
 		t.Errorf("InstanceID = %q, want hostname-pid", c.InstanceID)

@@ -16,6 +16,7 @@ import (
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/session"
+	"github.com/promptd/promptd/webhook"
 )
 
 // Job periods.
@@ -128,6 +129,9 @@ type jobDeps struct {
 	sessions       *session.Service
 	boards         *board.Service
 	auditRetention time.Duration // PROMPTD_AUDIT_RETENTION
+	webhooks       *webhook.Service
+	// deliveryRetention: PROMPTD_WEBHOOK_DELIVERY_RETENTION
+	deliveryRetention time.Duration
 }
 
 // scheduleJobs registers promptd's jobs.
@@ -141,6 +145,17 @@ func scheduleJobs(s *scheduler, d jobDeps, reconcileEvery time.Duration, log *sl
 	// retention, are deleted by one replica, in bounded batches.
 	s.singleton("idempotency-sweep", idempotencySweepEvery, sweepIdempotency(d, log))
 	s.singleton("audit-retention", auditRetentionEvery, pruneAudit(d, log))
+	// Delivered and failed webhook deliveries past their retention go too
+	// (pending ones never).
+	if d.webhooks != nil {
+		s.singleton("webhook-retention", auditRetentionEvery, func(ctx context.Context) error {
+			n, err := d.webhooks.Prune(ctx, time.Now().Add(-d.deliveryRetention))
+			if n > 0 {
+				log.Info("deleted webhook deliveries past retention", "deleted", n, "retention", d.deliveryRetention.String())
+			}
+			return err
+		})
+	}
 	// Release steps due now are applied once across replicas: RunDueSteps
 	// runs under its own job lease (locks.RunExclusive on the job key
 	// release.StepsJob) and applies each step under the release row's
