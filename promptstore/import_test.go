@@ -1,6 +1,7 @@
 package promptstore_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,7 +98,11 @@ func TestImport_tenThousandItems_allOrNothing(t *testing.T) {
 			items[i] = promptstore.ImportItem{Agent: fmt.Sprintf("agent-%d", i%2000), BaseVersion: i / 2000, Config: cfg(fmt.Sprint("config ", i))}
 		}
 		start := time.Now()
-		res, err := s.Import(ctxT(t), promptstore.ImportInput{Mode: promptstore.ImportAllOrNothing, Items: items})
+		// Its own bound: 10,000 items under -race on a loaded 2-core machine
+		// can take longer than the minute of ctxT.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		res, err := s.Import(ctx, promptstore.ImportInput{Mode: promptstore.ImportAllOrNothing, Items: items})
 		d := time.Since(start)
 		if err != nil || res.Summary.Created != len(items) {
 			t.Fatalf("import: %v", err)

@@ -62,7 +62,9 @@ func feedCompleteness(t *testing.T, killRedis bool) {
 			last := "0"
 			for ctx.Err() == nil {
 				node := c.nodes[rand.IntN(len(c.nodes))]
-				cctx, ccancel := context.WithTimeout(ctx, time.Duration(50+rand.IntN(400))*time.Millisecond)
+				// Connections last 0.2..1.5 s: long enough to get events on a
+				// loaded machine, short enough to resume many times.
+				cctx, ccancel := context.WithTimeout(ctx, time.Duration(200+rand.IntN(1300))*time.Millisecond)
 				err := sseRead(cctx, node.URL, last, func(seq, id int64) {
 					g.mu.Lock()
 					g.seqs, g.ids = append(g.seqs, seq), append(g.ids, id)
@@ -144,7 +146,7 @@ func feedCompleteness(t *testing.T, killRedis bool) {
 
 	// Wait until every committed event is stamped and every reader has it.
 	var total int64
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(120 * time.Second)
 	for {
 		var unstamped int64
 		_ = db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(seq IS NULL), 0) FROM audit_events`).Scan(&total, &unstamped)
@@ -158,7 +160,13 @@ func feedCompleteness(t *testing.T, killRedis bool) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 60 s: %d events, %d unstamped; readers behind", total, unstamped)
+			behind := make([]int, len(readers))
+			for i, g := range readers {
+				g.mu.Lock()
+				behind[i] = len(g.seqs)
+				g.mu.Unlock()
+			}
+			t.Fatalf("after 120 s: %d events, %d unstamped; readers have %v", total, unstamped, behind)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
