@@ -2,6 +2,7 @@ package board
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"time"
 
@@ -106,7 +107,9 @@ func (s *Service) claim(ctx context.Context, board, id string, in ClaimInput) (*
 func (s *Service) claimOnce(ctx context.Context, board, id string, in ClaimInput) (*Record, error) {
 	sctx, cancel := s.sqlCtx(ctx)
 	defer cancel()
-	return sqlstore.Transact(sctx, s.db, func(tx *gorm.DB) (*Record, error) {
+	// READ COMMITTED: the claim's locking reads take no gap locks and keep
+	// no locks on rows they passed over (see candidate)
+	return sqlstore.TransactIsolated(sctx, s.db, sql.LevelReadCommitted, func(tx *gorm.DB) (*Record, error) {
 		b, err := s.readBoard(tx, board, false)
 		if err != nil {
 			return nil, err
@@ -156,32 +159,50 @@ func (s *Service) claimOnce(ctx context.Context, board, id string, in ClaimInput
 	})
 }
 
-// candidate picks, under row locks that other claimers skip, the first
-// record in board order in the from state and the first whose claim
-// expired, and returns the earlier of the two.
+// candidate picks the first record in board order in the from state and
+// the first whose claim expired, and returns the earlier of the two,
+// locked; rows other claimers hold are skipped.
+//
+// The from-state scan walks board_records_order (board, state, priority
+// DESC, created_at_ms, id) under FOR UPDATE SKIP LOCKED and stops at its
+// first unlocked row. Expired claims are looked for with a plain read
+// (usually none; a locking range scan of the expiry index would skip
+// every entry other claims hold, and every entry completions left
+// delete-marked, up to the index's end, and its next-key lock on the
+// supremum deadlocked with the claims inserting their new expiry entries
+// there), then the one found is locked by its key and checked again.
 func (s *Service) candidate(tx *gorm.DB, board string, def *Definition, now int64, minPriority *int64) (*recordRow, error) {
-	lock := skipLocked(tx)
+	lock, force := skipLocked(tx), ""
+	if lock != "" {
+		force = " FORCE INDEX (board_records_order)"
+	}
 	prio, pargs := "", []any{}
 	if minPriority != nil {
 		prio, pargs = ` AND priority >= ?`, []any{*minPriority}
 	}
 	const order = ` ORDER BY priority DESC, created_at_ms, id LIMIT 1`
 	var from, expired []recordRow
-	if err := tx.Raw(`SELECT `+recordCols+` FROM board_records WHERE board = ? AND state = ? AND owner = '' AND attempts < ?`+prio+order+lock,
+	if err := tx.Raw(`SELECT `+recordCols+` FROM board_records`+force+` WHERE board = ? AND state = ? AND owner = '' AND attempts < ?`+prio+order+lock,
 		append([]any{board, def.Claim.From, def.Claim.MaxAttempts}, pargs...)...).Scan(&from).Error; err != nil {
 		return nil, err
 	}
 	if err := tx.Raw(`SELECT `+recordCols+` FROM board_records WHERE board = ? AND claim_expires_at_ms <= ? AND owner <> '' AND attempts < ?`+
-		prio+order+lock, append([]any{board, now, def.Claim.MaxAttempts}, pargs...)...).Scan(&expired).Error; err != nil {
+		prio+order, append([]any{board, now, def.Claim.MaxAttempts}, pargs...)...).Scan(&expired).Error; err != nil {
 		return nil, err
 	}
-	switch {
-	case len(from) == 0 && len(expired) == 0:
+	if len(expired) == 1 && (len(from) == 0 || expired[0].before(&from[0])) {
+		var got []recordRow
+		if err := tx.Raw(`SELECT `+recordCols+` FROM board_records WHERE board = ? AND id = ? AND claim_expires_at_ms <= ? AND owner <> '' AND attempts < ?`+lock,
+			board, expired[0].ID, now, def.Claim.MaxAttempts).Scan(&got).Error; err != nil {
+			return nil, err
+		}
+		if len(got) == 1 {
+			return &got[0], nil
+		}
+		// taken, completed or heartbeated since the read: the from state's
+	}
+	if len(from) == 0 {
 		return nil, errNone
-	case len(expired) == 0:
-		return &from[0], nil
-	case len(from) == 0 || expired[0].before(&from[0]):
-		return &expired[0], nil
 	}
 	return &from[0], nil
 }
