@@ -2,9 +2,11 @@ package board_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -85,4 +87,45 @@ func logDeadlock(t *testing.T, db *gorm.DB) {
 	for _, r := range rows {
 		t.Logf("SHOW ENGINE INNODB STATUS:\n%s", r.Status)
 	}
+}
+
+// A claim expires, another claimer reclaims the record and completes it:
+// the first holder's late write with its old fence is stale_fence (its
+// claim was lost), not invalid_transition (which would tell it nothing of
+// the claim); its heartbeat and release too.
+func TestPatch_withTheFenceOfALostClaim_whenAnotherCompletedTheRecord_isStaleFence(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, s *board.Service, _ *gorm.DB) {
+		ctx := context.Background()
+		if _, _, err := s.Define(ctx, "lost", quick(), 0); err != nil {
+			t.Fatal(err)
+		}
+		mustCreate(t, s, "lost", "a", 0)
+		first, err := s.ClaimOne(ctx, "lost", "a", board.ClaimInput{Holder: "first", TTL: board.MinClaimTTL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(board.MinClaimTTL + 50*time.Millisecond)
+		second, err := s.ClaimOne(ctx, "lost", "a", board.ClaimInput{Holder: "second"})
+		if err != nil {
+			t.Fatalf("reclaim by the second: %v", err)
+		}
+		if _, err := s.Patch(ctx, "lost", "a", board.Update{ExpectedRevision: second.Revision, Fence: &second.Fence, State: ptr("done")}); err != nil {
+			t.Fatal(err)
+		}
+		var sf *board.StaleFence
+		_, err = s.Patch(ctx, "lost", "a", board.Update{ExpectedRevision: first.Revision, Fence: &first.Fence, State: ptr("done")})
+		if !errors.As(err, &sf) || sf.Fence != first.Fence {
+			t.Errorf("the first holder's late patch = %v, want stale_fence", err)
+		}
+		if _, err := s.Heartbeat(ctx, "lost", "a", first.Fence, 0); !errors.As(err, &sf) {
+			t.Errorf("the first holder's late heartbeat = %v, want stale_fence", err)
+		}
+		if _, err := s.Release(ctx, "lost", "a", first.Fence); !errors.As(err, &sf) {
+			t.Errorf("the first holder's late release = %v, want stale_fence", err)
+		}
+		var it *board.InvalidTransition
+		if _, err := s.Patch(ctx, "lost", "a", board.Update{ExpectedRevision: second.Revision + 1, State: ptr("pending")}); !errors.As(err, &it) {
+			t.Errorf("an unfenced write to the done record = %v, want invalid_transition", err)
+		}
+	})
 }

@@ -94,11 +94,15 @@ func (s *Service) Patch(ctx context.Context, board, id string, u Update) (*Recor
 		if err != nil {
 			return nil, err
 		}
+		// the fence first: a holder whose claim was reclaimed (the revision
+		// moved with it, and another may have completed the record since)
+		// learns that, not a bare revision conflict or invalid transition
+		if u.Fence != nil && *u.Fence != r.Fence {
+			return nil, &StaleFence{Fence: *u.Fence, Current: r.Fence}
+		}
 		if def.IsTerminal(r.State) {
 			return nil, &InvalidTransition{State: r.State}
 		}
-		// the fence first: a holder whose claim was reclaimed (the revision
-		// moved with it) learns that, not a bare revision conflict
 		if err := checkWriter(r, b.NowMs, u.Fence); err != nil {
 			return nil, err
 		}
@@ -222,6 +226,9 @@ func (s *Service) Heartbeat(ctx context.Context, board, id string, fence int64, 
 		if err != nil {
 			return nil, err
 		}
+		if fence != r.Fence { // a lost claim, whatever became of the record since
+			return nil, &StaleFence{Fence: fence, Current: r.Fence}
+		}
 		if def.IsTerminal(r.State) {
 			return nil, &InvalidTransition{State: r.State}
 		}
@@ -281,6 +288,9 @@ func (s *Service) Release(ctx context.Context, board, id string, fence int64) (*
 		b, def, r, err := s.readBoth(tx, board, id)
 		if err != nil {
 			return nil, err
+		}
+		if fence != r.Fence { // a lost claim, whatever became of the record since
+			return nil, &StaleFence{Fence: fence, Current: r.Fence}
 		}
 		if def.IsTerminal(r.State) {
 			return nil, &InvalidTransition{State: r.State}
