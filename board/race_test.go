@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -201,8 +202,13 @@ func TestBench_claimComplete_vsBareSkipLocked(t *testing.T) {
 	var ratios []float64
 	for r := 0; r < rounds; r++ {
 		b := fmt.Sprint("bench", r)
+		var claimNs, patchNs atomic.Int64
 		boardRate := run(func(w int) bool {
+			t0 := time.Now()
 			c, err := s.ClaimNext(ctx, b, board.ClaimInput{Holder: fmt.Sprint("w", w)})
+			claimNs.Add(int64(time.Since(t0)))
+			t0 = time.Now()
+			defer func() { patchNs.Add(int64(time.Since(t0))) }()
 			if err != nil || c == nil {
 				if err != nil {
 					t.Error(err)
@@ -244,6 +250,7 @@ func TestBench_claimComplete_vsBareSkipLocked(t *testing.T) {
 		t.Logf("round %d: claim+complete cycles/s at %d claimers, %d records: board %.0f, bare SKIP LOCKED %.0f, ratio %.2f (records not done: %d)",
 			r, claimers, n, boardRate, bareRate, boardRate/bareRate, left)
 		ratios = append(ratios, boardRate/bareRate)
+		t.Logf("mean claim %s, mean patch %s", time.Duration(claimNs.Load()/int64(n)), time.Duration(patchNs.Load()/int64(n)))
 	}
 	slices.Sort(ratios)
 	t.Logf("ratio board/bare over %d alternating rounds: median %.2f (min %.2f, max %.2f)", rounds, ratios[rounds/2], ratios[0], ratios[rounds-1])
