@@ -184,10 +184,13 @@ func (h *HeldClaim) keepalive(lastSent time.Time) {
 // claim, such as done). When work returns an error the claim is
 // released, so the record goes back for another claimer; a claim work
 // left open is released too. Each claim waits up to req.Wait (0: 10 s).
-// Over the quota the loop waits for Retry-After. An error promptd
-// answers that a retry cannot fix (board_not_found, forbidden, ...) ends
-// the loop with it.
+// Over the quota the loop waits for Retry-After; while promptd cannot be
+// reached, a second between tries. An error promptd answers that a retry
+// cannot fix (board_not_found, forbidden, ...) ends the loop with it.
 func (c *Client) ClaimLoop(ctx context.Context, board string, req ClaimRequest, work func(ctx context.Context, h *HeldClaim) error) error {
+	if c.baseErr != nil {
+		return c.baseErr
+	}
 	if req.Wait <= 0 {
 		req.Wait = 10 * time.Second
 	}
@@ -199,6 +202,13 @@ func (c *Client) ClaimLoop(ctx context.Context, board string, req ClaimRequest, 
 			return nil
 		case errors.As(err, &e) && e.Temporary():
 			if werr := c.sleep(ctx, max(e.RetryAfter, 100*time.Millisecond)); werr != nil {
+				return nil
+			}
+			continue
+		case err != nil && !errors.As(err, &e):
+			// promptd unreachable (after the client's own retries): a
+			// worker outlives a restart or a network blip
+			if werr := c.sleep(ctx, time.Second); werr != nil {
 				return nil
 			}
 			continue

@@ -227,3 +227,20 @@ func TestClaimLoop_threeLoops_completeEveryRecord_andReleaseOnError(t *testing.T
 		}
 	}
 }
+
+// An answer a retry cannot fix ends the loop with it; an unreachable
+// promptd does not (the loop tries again until its context ends).
+func TestClaimLoop_endsOnBoardNotFound_butOutlivesAnUnreachableServer(t *testing.T) {
+	s := startPromptd(t)
+	work := func(context.Context, *client.HeldClaim) error { t.Error("work ran"); return nil }
+	err := s.rt.ClaimLoop(context.Background(), "no-such-board", client.ClaimRequest{Holder: "w"}, work)
+	if !errors.Is(err, client.ErrBoardNotFound) {
+		t.Fatalf("loop on an undefined board = %v, want board_not_found", err)
+	}
+	down := client.New("http://127.0.0.1:1", runtimeSecret, client.WithRetries(0))
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	if err := down.ClaimLoop(ctx, "tasks", client.ClaimRequest{Holder: "w"}, work); err != nil {
+		t.Fatalf("loop against an unreachable promptd = %v, want nil when its context ends", err)
+	}
+}
