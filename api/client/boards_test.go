@@ -90,7 +90,7 @@ func TestClaimNext_whenNothingComesWithinWait_isNil(t *testing.T) {
 	}
 }
 
-// A claim of 600 ms held for 2 s: the heartbeats (every 200 ms) keep it,
+// A claim of 1.5 s held for 4 s: the heartbeats (every 500 ms) keep it,
 // and the holder's write at the end is accepted.
 func TestHoldClaim_heartbeatsAtAThirdOfTheTTL_keepTheClaimPastItsTTL(t *testing.T) {
 	s := startPromptd(t)
@@ -98,17 +98,17 @@ func TestHoldClaim_heartbeatsAtAThirdOfTheTTL_keepTheClaimPastItsTTL(t *testing.
 	if _, _, err := s.rt.CreateRecord(ctx, "hold", client.NewRecord{ID: "a", Payload: 1}); err != nil {
 		t.Fatal(err)
 	}
-	h, err := s.rt.ClaimAndHold(ctx, "hold", client.ClaimRequest{Holder: "w", TTL: 600 * time.Millisecond})
+	h, err := s.rt.ClaimAndHold(ctx, "hold", client.ClaimRequest{Holder: "w", TTL: 1500 * time.Millisecond})
 	if err != nil || h == nil {
 		t.Fatalf("claim and hold = %v, %v", h, err)
 	}
 	select {
 	case <-h.Done():
 		t.Fatalf("claim lost while held: %v", h.Err())
-	case <-time.After(2 * time.Second):
+	case <-time.After(4 * time.Second):
 	}
 	if _, err := h.Update(ctx, "running", nil); err != nil {
-		t.Fatalf("write under the held claim after 2 s: %v", err)
+		t.Fatalf("write under the held claim after 4 s: %v", err)
 	}
 	r, err := h.Update(ctx, "done", "ok")
 	if err != nil || r.State != "done" {
@@ -128,7 +128,7 @@ func TestHoldClaim_whenTheClaimIsTakenByAnother_endsItsContextWithStaleFence(t *
 	if _, _, err := s.rt.CreateRecord(ctx, "lost", client.NewRecord{ID: "a", Payload: 1}); err != nil {
 		t.Fatal(err)
 	}
-	h, err := s.rt.ClaimAndHold(ctx, "lost", client.ClaimRequest{Holder: "w1", TTL: 900 * time.Millisecond})
+	h, err := s.rt.ClaimAndHold(ctx, "lost", client.ClaimRequest{Holder: "w1", TTL: 3 * time.Second})
 	if err != nil || h == nil {
 		t.Fatalf("claim and hold = %v, %v", h, err)
 	}
@@ -141,7 +141,7 @@ func TestHoldClaim_whenTheClaimIsTakenByAnother_endsItsContextWithStaleFence(t *
 	}
 	select {
 	case <-h.Done():
-	case <-time.After(2 * time.Second):
+	case <-time.After(5 * time.Second):
 		t.Fatal("the holder's context did not end after its claim was taken")
 	}
 	if !errors.Is(h.Err(), client.ErrStaleFence) {
