@@ -128,8 +128,15 @@ func (s *Service) readClaimView(ctx context.Context, board string, minPriority *
 	if minPriority != nil {
 		prio, pargs = ` AND priority >= ?`, []any{*minPriority}
 	}
+	// the board's expiry index: MariaDB picked the cross-board one
+	// (board_records_expiring), whose range holds every board's expired
+	// claims
+	force := ""
+	if sqlstore.Dialect(db) == sqlstore.MySQL {
+		force = " FORCE INDEX (board_records_expiry)"
+	}
 	q := `SELECT definition, ` + now + ` AS now_ms,
-		(SELECT id FROM board_records WHERE board = boards.board AND claim_expires_at_ms <= ` + now + ` AND owner <> ''` + prio + `
+		(SELECT id FROM board_records` + force + ` WHERE board = boards.board AND claim_expires_at_ms <= ` + now + ` AND owner <> ''` + prio + `
 			ORDER BY priority DESC, created_at_ms, id LIMIT 1) AS expired_id
 		FROM boards WHERE board = ?`
 	args := append(append(append(append([]any{}, nargs...), nargs...), pargs...), board)
