@@ -14,13 +14,13 @@ import (
 	pclient "github.com/promptd/promptd/api/client"
 )
 
-// boardE2ERecords is the record count of the exactly-once run: 2,000 by
+// boardE2ERecords is the record count of the exactly-once run: 1,500 by
 // default (CI), PROMPTD_BOARD_E2E_RECORDS for the full 10,000.
 func boardE2ERecords() int {
 	if n, err := strconv.Atoi(os.Getenv("PROMPTD_BOARD_E2E_RECORDS")); err == nil && n > 0 {
 		return n
 	}
-	return 2000
+	return 1500
 }
 
 // claimSpan is one granted claim as a claimer saw it: sent is when the
