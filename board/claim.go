@@ -2,6 +2,7 @@ package board
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"time"
 
@@ -61,19 +62,25 @@ func (s *Service) claim(ctx context.Context, board, id string, in ClaimInput) (*
 	start := time.Now()
 	deadline := start.Add(in.Wait)
 	actor := audit.Actor(ctx)
-	win, err := s.countClaim(ctx, board, actor)
-	if err != nil {
-		return nil, err
-	}
-	for {
+	win := int64(-1)
+	for attempt := 0; ; attempt++ {
 		wake := s.wakeup(board) // before the attempt: a change during it is not missed
-		r, err := s.claimOnce(ctx, board, id, in)
-		// InnoDB may pick a claim as a deadlock victim (next-key locks of
-		// concurrent claims and completions); it was rolled back whole,
-		// so it is tried again, a few times
+		v, def, err := s.readClaimView(ctx, board, in.MinPriority)
+		if err != nil {
+			s.uncountAt(ctx, board, actor, win)
+			return nil, storeErr(err)
+		}
+		if attempt == 0 {
+			if win, err = s.countClaim(ctx, board, actor, def, v.NowMs); err != nil {
+				return nil, err
+			}
+		}
+		r, err := s.claimOnce(ctx, board, id, in, def, v.ExpiredID)
+		// InnoDB may still pick a claim as a deadlock victim; it was rolled
+		// back whole, so it is tried again, a few times
 		for retry := 0; retry < 5 && errors.Is(err, sqlstore.ErrUnavailable) && ctx.Err() == nil; retry++ {
 			time.Sleep(time.Duration(retry+1) * time.Millisecond)
-			r, err = s.claimOnce(ctx, board, id, in)
+			r, err = s.claimOnce(ctx, board, id, in, def, v.ExpiredID)
 		}
 		switch {
 		case err == nil:
@@ -102,29 +109,85 @@ func (s *Service) claim(ctx context.Context, board, id string, in ClaimInput) (*
 	}
 }
 
+// claimView is what a claim attempt reads, in one plain read, before its
+// transaction: the board's machine, the SQL clock, and the first record
+// in board order whose claim expired (none, usually), which the
+// transaction locks by its key and checks again.
+type claimView struct {
+	Definition string
+	NowMs      int64
+	ExpiredID  *string
+}
+
+func (s *Service) readClaimView(ctx context.Context, board string, minPriority *int64) (*claimView, *Definition, error) {
+	ctx, cancel := s.sqlCtx(ctx)
+	defer cancel()
+	db := s.db.WithContext(ctx)
+	now, nargs := s.nowExpr(db)
+	prio, pargs := "", []any{}
+	if minPriority != nil {
+		prio, pargs = ` AND priority >= ?`, []any{*minPriority}
+	}
+	// the board's expiry index: MariaDB picked the cross-board one
+	// (board_records_expiring), whose range holds every board's expired
+	// claims
+	force := ""
+	if sqlstore.Dialect(db) == sqlstore.MySQL {
+		force = " FORCE INDEX (board_records_expiry)"
+	}
+	q := `SELECT definition, ` + now + ` AS now_ms,
+		(SELECT id FROM board_records` + force + ` WHERE board = boards.board AND claim_expires_at_ms <= ` + now + ` AND owner <> ''` + prio + `
+			ORDER BY priority DESC, created_at_ms, id LIMIT 1) AS expired_id
+		FROM boards WHERE board = ?`
+	args := append(append(append(append([]any{}, nargs...), nargs...), pargs...), board)
+	var rows []claimView
+	if err := db.Raw(q, args...).Scan(&rows).Error; err != nil {
+		return nil, nil, err
+	}
+	if len(rows) == 0 {
+		return nil, nil, ErrBoardNotFound
+	}
+	def, err := parseDefinition(rows[0].Definition)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &rows[0], def, nil
+}
+
+// claimRow is a record and the SQL clock read with it.
+type claimRow struct {
+	Rec   recordRow `gorm:"embedded"`
+	NowMs int64
+}
+
 // claimOnce is one claim transaction.
-func (s *Service) claimOnce(ctx context.Context, board, id string, in ClaimInput) (*Record, error) {
+func (s *Service) claimOnce(ctx context.Context, board, id string, in ClaimInput, def *Definition, expiredID *string) (*Record, error) {
 	sctx, cancel := s.sqlCtx(ctx)
 	defer cancel()
-	return sqlstore.Transact(sctx, s.db, func(tx *gorm.DB) (*Record, error) {
-		b, err := s.readBoard(tx, board, false)
-		if err != nil {
-			return nil, err
-		}
-		def, err := parseDefinition(b.Definition)
-		if err != nil {
-			return nil, err
-		}
-		var r *recordRow
+	// READ COMMITTED: the claim's locking reads take no gap locks and keep
+	// no locks on rows they passed over (see candidate)
+	return sqlstore.TransactIsolated(sctx, s.db, sql.LevelReadCommitted, func(tx *gorm.DB) (*Record, error) {
+		var (
+			r   *recordRow
+			now int64
+			err error
+		)
 		if id == "" {
-			if r, err = s.candidate(tx, board, def, b.NowMs, in.MinPriority); err != nil {
+			expired := ""
+			if expiredID != nil {
+				expired = *expiredID
+			}
+			if r, now, err = s.candidate(tx, board, def, in.MinPriority, expired); err != nil {
 				return nil, err
 			}
 		} else {
+			if now, err = s.sqlNow(tx); err != nil {
+				return nil, err
+			}
 			if r, err = readRecord(tx, board, id, true); err != nil {
 				return nil, err
 			}
-			expired := r.Owner != "" && r.ClaimExpiresAtMs != nil && *r.ClaimExpiresAtMs <= b.NowMs
+			expired := r.Owner != "" && r.ClaimExpiresAtMs != nil && *r.ClaimExpiresAtMs <= now
 			if (r.State != def.Claim.From || r.Owner != "") && !expired || def.IsTerminal(r.State) || r.Attempts >= def.Claim.MaxAttempts {
 				return nil, &InvalidTransition{State: r.State, To: def.Claim.To}
 			}
@@ -134,15 +197,15 @@ func (s *Service) claimOnce(ctx context.Context, board, id string, in ClaimInput
 		if ttl == 0 {
 			ttl = def.Claim.TTLMs
 		}
-		exp := b.NowMs + ttl
+		exp := now + ttl
 		next := *r
 		next.Revision++
 		next.State, next.Owner, next.Fence, next.ClaimExpiresAtMs, next.ClaimTtlMs = def.Claim.To, in.Holder, r.Fence+1, &exp, ttl
 		next.Attempts++
-		next.OpenRec, next.UpdatedAtMs = 1, b.NowMs
+		next.OpenRec, next.UpdatedAtMs = 1, now
 		res := tx.Exec(`UPDATE board_records SET revision = ?, state = ?, owner = ?, fence = ?, claim_expires_at_ms = ?, claim_ttl_ms = ?,
 			attempts = ?, open_rec = 1, updated_at_ms = ? WHERE board = ? AND id = ? AND revision = ?`,
-			next.Revision, next.State, next.Owner, next.Fence, exp, ttl, next.Attempts, b.NowMs, board, r.ID, r.Revision)
+			next.Revision, next.State, next.Owner, next.Fence, exp, ttl, next.Attempts, now, board, r.ID, r.Revision)
 		if res.Error != nil {
 			return nil, res.Error
 		}
@@ -156,34 +219,50 @@ func (s *Service) claimOnce(ctx context.Context, board, id string, in ClaimInput
 	})
 }
 
-// candidate picks, under row locks that other claimers skip, the first
-// record in board order in the from state and the first whose claim
-// expired, and returns the earlier of the two.
-func (s *Service) candidate(tx *gorm.DB, board string, def *Definition, now int64, minPriority *int64) (*recordRow, error) {
-	lock := skipLocked(tx)
+// candidate picks the first record in board order in the from state, and
+// the expired claim the claim's view found when it comes first, locked
+// (rows other claimers hold are skipped), with the SQL clock.
+//
+// The from-state scan walks board_records_order (board, state, priority
+// DESC, created_at_ms, id) under FOR UPDATE SKIP LOCKED and stops at its
+// first unlocked row. Expired claims are found by a plain read (the
+// claim's view), then the one found is locked by its key and checked
+// again: a locking range scan of the expiry index would skip every entry
+// other claims hold, and every entry completions left delete-marked, up
+// to the index's end, and its next-key lock on the supremum deadlocked
+// with the claims inserting their new expiry entries there.
+func (s *Service) candidate(tx *gorm.DB, board string, def *Definition, minPriority *int64, expiredID string) (*recordRow, int64, error) {
+	lock, force := skipLocked(tx), ""
+	if lock != "" {
+		force = " FORCE INDEX (board_records_order)"
+	}
+	now, nargs := s.nowExpr(tx)
 	prio, pargs := "", []any{}
 	if minPriority != nil {
 		prio, pargs = ` AND priority >= ?`, []any{*minPriority}
 	}
-	const order = ` ORDER BY priority DESC, created_at_ms, id LIMIT 1`
-	var from, expired []recordRow
-	if err := tx.Raw(`SELECT `+recordCols+` FROM board_records WHERE board = ? AND state = ? AND owner = '' AND attempts < ?`+prio+order+lock,
-		append([]any{board, def.Claim.From, def.Claim.MaxAttempts}, pargs...)...).Scan(&from).Error; err != nil {
-		return nil, err
+	var from, expired []claimRow
+	if err := tx.Raw(`SELECT `+recordCols+`, `+now+` AS now_ms FROM board_records`+force+
+		` WHERE board = ? AND state = ? AND owner = '' AND attempts < ?`+prio+` ORDER BY priority DESC, created_at_ms, id LIMIT 1`+lock,
+		append(append(append([]any{}, nargs...), board, def.Claim.From, def.Claim.MaxAttempts), pargs...)...).Scan(&from).Error; err != nil {
+		return nil, 0, err
 	}
-	if err := tx.Raw(`SELECT `+recordCols+` FROM board_records WHERE board = ? AND claim_expires_at_ms <= ? AND owner <> '' AND attempts < ?`+
-		prio+order+lock, append([]any{board, now, def.Claim.MaxAttempts}, pargs...)...).Scan(&expired).Error; err != nil {
-		return nil, err
+	if expiredID != "" {
+		if err := tx.Raw(`SELECT `+recordCols+`, `+now+` AS now_ms FROM board_records
+			WHERE board = ? AND id = ? AND claim_expires_at_ms <= `+now+` AND owner <> '' AND attempts < ?`+lock,
+			append(append(append(append([]any{}, nargs...), board, expiredID), nargs...), def.Claim.MaxAttempts)...).Scan(&expired).Error; err != nil {
+			return nil, 0, err
+		}
+		// else taken, completed or heartbeated since the view: the from
+		// state's record
+		if len(expired) == 1 && (len(from) == 0 || expired[0].Rec.before(&from[0].Rec)) {
+			return &expired[0].Rec, expired[0].NowMs, nil
+		}
 	}
-	switch {
-	case len(from) == 0 && len(expired) == 0:
-		return nil, errNone
-	case len(expired) == 0:
-		return &from[0], nil
-	case len(from) == 0 || expired[0].before(&from[0]):
-		return &expired[0], nil
+	if len(from) == 0 {
+		return nil, 0, errNone
 	}
-	return &from[0], nil
+	return &from[0].Rec, from[0].NowMs, nil
 }
 
 // skipLocked is the locking clause of claim-next: on MySQL/MariaDB the

@@ -2,6 +2,7 @@ package board
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -60,6 +61,15 @@ type recordRow struct {
 
 const recordCols = `board, id, revision, state, owner, fence, claim_expires_at_ms, claim_ttl_ms, priority, attempts, payload,
 	dedupe_key, open_rec, created_at_ms, updated_at_ms`
+
+// qualifiedRecordCols is recordCols of the table aliased r.
+var qualifiedRecordCols = func() string {
+	cols := strings.Split(strings.Join(strings.Fields(recordCols), " "), ", ")
+	for i, c := range cols {
+		cols[i] = "r." + c
+	}
+	return strings.Join(cols, ", ")
+}()
 
 func (r *recordRow) record() *Record {
 	out := &Record{Board: r.Board, ID: r.ID, Revision: r.Revision, State: r.State, Owner: r.Owner, Fence: r.Fence,

@@ -16,25 +16,17 @@ const quotaWindow = time.Minute
 // claims_per_minute, cluster-wide: one short transaction of its own
 // (never the claim's, so claimers of one actor do not queue on the
 // counter row) increments the counter of the current minute by the SQL
-// clock. Over the quota: *QuotaExceeded with the time left in the window.
+// clock (now, read with the board's machine def). Over the quota: *QuotaExceeded with the time left in the window.
 // win is the window counted in, -1 when nothing was counted (no quota);
 // uncountAt gives the count back when the claim takes nothing.
-func (s *Service) countClaim(ctx context.Context, board, actor string) (win int64, err error) {
+func (s *Service) countClaim(ctx context.Context, board, actor string, def *Definition, now int64) (win int64, err error) {
 	ctx, cancel := s.sqlCtx(sqlstore.WithoutCommitHooks(ctx))
 	defer cancel()
-	b, err := s.readBoard(s.db.WithContext(ctx), board, false)
-	if err != nil {
-		return -1, storeErr(err)
-	}
-	def, err := parseDefinition(b.Definition)
-	if err != nil {
-		return -1, err
-	}
 	limit := def.Quota.ClaimsPerMinute
 	if limit <= 0 {
 		return -1, nil
 	}
-	win = b.NowMs - b.NowMs%quotaWindow.Milliseconds()
+	win = now - now%quotaWindow.Milliseconds()
 	n, err := sqlstore.Transact(ctx, s.db, func(tx *gorm.DB) (int64, error) {
 		up := `INSERT INTO board_quota (board, actor, window_ms, claims) VALUES (?, ?, ?, 1) ON DUPLICATE KEY UPDATE claims = claims + 1`
 		if sqlstore.Dialect(tx) != sqlstore.MySQL {
@@ -53,7 +45,7 @@ func (s *Service) countClaim(ctx context.Context, board, actor string) (win int6
 	}
 	if n > limit {
 		s.uncountAt(ctx, board, actor, win)
-		left := time.Duration(win+quotaWindow.Milliseconds()-b.NowMs) * time.Millisecond
+		left := time.Duration(win+quotaWindow.Milliseconds()-now) * time.Millisecond
 		return -1, &QuotaExceeded{What: "claims_per_minute", Limit: limit, RetryAfter: left}
 	}
 	return win, nil

@@ -94,11 +94,15 @@ func (s *Service) Patch(ctx context.Context, board, id string, u Update) (*Recor
 		if err != nil {
 			return nil, err
 		}
+		// the fence first: a holder whose claim was reclaimed (the revision
+		// moved with it, and another may have completed the record since)
+		// learns that, not a bare revision conflict or invalid transition
+		if u.Fence != nil && *u.Fence != r.Fence {
+			return nil, &StaleFence{Fence: *u.Fence, Current: r.Fence}
+		}
 		if def.IsTerminal(r.State) {
 			return nil, &InvalidTransition{State: r.State}
 		}
-		// the fence first: a holder whose claim was reclaimed (the revision
-		// moved with it) learns that, not a bare revision conflict
 		if err := checkWriter(r, b.NowMs, u.Fence); err != nil {
 			return nil, err
 		}
@@ -140,18 +144,32 @@ func (s *Service) Patch(ctx context.Context, board, id string, u Update) (*Recor
 	return out, nil
 }
 
-// readBoth reads the board (with the SQL clock) and one record.
+// readBoth reads one record, its board's machine and the SQL clock in
+// one round trip.
 func (s *Service) readBoth(tx *gorm.DB, board, id string) (*boardRow, *Definition, *recordRow, error) {
-	b, err := s.readBoard(tx, board, false)
+	now, nargs := s.nowExpr(tx)
+	var rows []struct {
+		Rec        recordRow `gorm:"embedded"`
+		Definition string
+		NowMs      int64
+	}
+	if err := tx.Raw(`SELECT `+qualifiedRecordCols+`, b.definition AS definition, `+now+` AS now_ms
+		FROM board_records r JOIN boards b ON b.board = r.board WHERE r.board = ? AND r.id = ?`,
+		append(append([]any{}, nargs...), board, id)...).Scan(&rows).Error; err != nil {
+		return nil, nil, nil, err
+	}
+	if len(rows) == 0 { // which of the two is missing
+		if _, err := s.readBoard(tx, board, false); err != nil {
+			return nil, nil, nil, err
+		}
+		return nil, nil, nil, ErrRecordNotFound
+	}
+	row := &rows[0]
+	def, err := parseDefinition(row.Definition)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	def, err := parseDefinition(b.Definition)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	r, err := readRecord(tx, board, id, false)
-	return b, def, r, err
+	return &boardRow{Board: board, Definition: row.Definition, NowMs: row.NowMs}, def, &row.Rec, nil
 }
 
 // write stores next over prev: the UPDATE's condition is prev's revision
@@ -207,6 +225,9 @@ func (s *Service) Heartbeat(ctx context.Context, board, id string, fence int64, 
 		b, def, r, err := s.readBoth(tx, board, id)
 		if err != nil {
 			return nil, err
+		}
+		if fence != r.Fence { // a lost claim, whatever became of the record since
+			return nil, &StaleFence{Fence: fence, Current: r.Fence}
 		}
 		if def.IsTerminal(r.State) {
 			return nil, &InvalidTransition{State: r.State}
@@ -267,6 +288,9 @@ func (s *Service) Release(ctx context.Context, board, id string, fence int64) (*
 		b, def, r, err := s.readBoth(tx, board, id)
 		if err != nil {
 			return nil, err
+		}
+		if fence != r.Fence { // a lost claim, whatever became of the record since
+			return nil, &StaleFence{Fence: fence, Current: r.Fence}
 		}
 		if def.IsTerminal(r.State) {
 			return nil, &InvalidTransition{State: r.State}

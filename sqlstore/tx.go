@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"reflect"
@@ -58,6 +59,22 @@ func WithoutCommitHooks(ctx context.Context) context.Context {
 // OnCommit) with fn's result, then commits. Errors are translated (see
 // Translate).
 func Transact[T any](ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) (T, error)) (T, error) {
+	return transact(ctx, db, nil, fn)
+}
+
+// TransactIsolated is Transact at the isolation level given, on MySQL and
+// MariaDB (SQLite has one writer and ignores it). READ COMMITTED takes no
+// gap locks and releases the row locks of rows a locking read examined but
+// did not match: claim queues use it so that SKIP LOCKED scans do not
+// deadlock with the inserts of each other's index entries.
+func TransactIsolated[T any](ctx context.Context, db *gorm.DB, level sql.IsolationLevel, fn func(tx *gorm.DB) (T, error)) (T, error) {
+	if Dialect(db) != MySQL {
+		return transact(ctx, db, nil, fn)
+	}
+	return transact(ctx, db, &sql.TxOptions{Isolation: level}, fn)
+}
+
+func transact[T any](ctx context.Context, db *gorm.DB, opts *sql.TxOptions, fn func(tx *gorm.DB) (T, error)) (T, error) {
 	var out T
 	regs, hooks, err := hooksFor[T](ctx)
 	if err != nil {
@@ -74,7 +91,7 @@ func Transact[T any](ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) (T, 
 			}
 		}
 		return nil
-	})
+	}, optsOf(opts)...)
 	if err == nil {
 		for _, r := range regs {
 			r.spent.Store(true)
@@ -103,6 +120,13 @@ func hooksFor[T any](ctx context.Context) ([]*commitHook, []func(context.Context
 		regs, hooks = append(regs, r), append(hooks, h)
 	}
 	return regs, hooks, nil
+}
+
+func optsOf(o *sql.TxOptions) []*sql.TxOptions {
+	if o == nil {
+		return nil
+	}
+	return []*sql.TxOptions{o}
 }
 
 func typeName[T any]() string { return reflect.TypeFor[T]().String() }

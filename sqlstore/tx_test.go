@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"testing"
 
@@ -131,4 +132,34 @@ func TestTransact_withoutCommitHooks_leavesTheHookToTheWrite(t *testing.T) {
 			t.Fatalf("the write: %v, hook ran %d times", err, runs)
 		}
 	})
+}
+
+// READ COMMITTED on MySQL: a second read in the transaction sees a row
+// another connection committed after the first read; the default level
+// (REPEATABLE READ, the control) keeps the first read's snapshot.
+func TestTransactIsolated_readCommittedOnMySQL_seesCommitsMadeDuringTheTransaction(t *testing.T) {
+	db := openMySQL(t)
+	exec(t, db, `CREATE TABLE tx_iso (id INTEGER NOT NULL PRIMARY KEY, v INTEGER NOT NULL)`, `INSERT INTO tx_iso VALUES (1, 0)`)
+	reads := func(tx *gorm.DB) ([2]int, error) {
+		var out [2]int
+		if err := tx.Raw(`SELECT v FROM tx_iso WHERE id = 1`).Scan(&out[0]).Error; err != nil {
+			return out, err
+		}
+		if err := db.Exec(`UPDATE tx_iso SET v = v + 1 WHERE id = 1`).Error; err != nil { // another connection, committed
+			return out, err
+		}
+		return out, tx.Raw(`SELECT v FROM tx_iso WHERE id = 1`).Scan(&out[1]).Error
+	}
+	rr, err := sqlstore.Transact(ctx(t), db, reads)
+	if err != nil || rr[0] != rr[1] {
+		t.Fatalf("Transact (repeatable read) read %v, %v: want one value twice", rr, err)
+	}
+	rc, err := sqlstore.TransactIsolated(ctx(t), db, sql.LevelReadCommitted, reads)
+	if err != nil || rc[1] != rc[0]+1 {
+		t.Fatalf("TransactIsolated(read committed) read %v, %v: want the second read to see the commit", rc, err)
+	}
+	// the level was the transaction's only: the next one is back to the default
+	if rr, err := sqlstore.Transact(ctx(t), db, reads); err != nil || rr[0] != rr[1] {
+		t.Fatalf("Transact after TransactIsolated read %v, %v", rr, err)
+	}
 }

@@ -64,3 +64,25 @@ func Example_runtime() {
 		return
 	}
 }
+
+// A board worker: claims records one after another, works on each under
+// a claim kept alive by heartbeats (its context ends if the claim is
+// lost), and writes the result with the claim's fence; a failed record
+// goes back to the board for another worker.
+func ExampleClient_ClaimLoop() {
+	ctx, stop := context.WithTimeout(context.Background(), time.Minute)
+	defer stop()
+	c := client.New("http://127.0.0.1:8080", "runtime-token")
+	err := c.ClaimLoop(ctx, "tasks", client.ClaimRequest{Holder: "worker-1", Wait: 10 * time.Second},
+		func(ctx context.Context, h *client.HeldClaim) error {
+			if _, err := h.Update(ctx, "running", nil); err != nil {
+				return err
+			}
+			result := map[string]any{"summary": "done by worker-1", "input": h.Record().Payload}
+			_, err := h.Update(ctx, "done", result) // stale_fence if the claim was lost meanwhile
+			return err
+		})
+	if err != nil {
+		fmt.Println("worker stopped:", err)
+	}
+}
