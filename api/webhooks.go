@@ -105,6 +105,16 @@ func (s *Server) sendWebhookSecret(c echo.Context, status int, w *webhook.WithSe
 	return c.Blob(status, echo.MIMEApplicationJSON, b)
 }
 
+// webhookOf is the service and the {id} of a route on one webhook.
+func (s *Server) webhookOf(c echo.Context) (*webhook.Service, string, error) {
+	hs, err := s.webhooks()
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := webhookID(c)
+	return hs, id, err
+}
+
 func webhookID(c echo.Context) (string, error) {
 	id, err := param(c, "id")
 	if err != nil {
@@ -136,11 +146,7 @@ func (s *Server) handleListWebhooks(c echo.Context) error {
 
 // handleGetWebhook: GET /v1/webhooks/{id}.
 func (s *Server) handleGetWebhook(c echo.Context) error {
-	hs, err := s.webhooks()
-	if err != nil {
-		return err
-	}
-	id, err := webhookID(c)
+	hs, id, err := s.webhookOf(c)
 	if err != nil {
 		return err
 	}
@@ -165,11 +171,7 @@ type patchWebhookRequest struct {
 // handlePatchWebhook: PATCH /v1/webhooks/{id}, at expected_revision (or
 // If-Match).
 func (s *Server) handlePatchWebhook(c echo.Context) error {
-	hs, err := s.webhooks()
-	if err != nil {
-		return err
-	}
-	id, err := webhookID(c)
+	hs, id, err := s.webhookOf(c)
 	if err != nil {
 		return err
 	}
@@ -192,11 +194,7 @@ func (s *Server) handlePatchWebhook(c echo.Context) error {
 
 // handleDeleteWebhook: DELETE /v1/webhooks/{id}, with its deliveries.
 func (s *Server) handleDeleteWebhook(c echo.Context) error {
-	hs, err := s.webhooks()
-	if err != nil {
-		return err
-	}
-	id, err := webhookID(c)
+	hs, id, err := s.webhookOf(c)
 	if err != nil {
 		return err
 	}
@@ -214,11 +212,7 @@ type rotateSecretRequest struct {
 // handleRotateSecret: POST /v1/webhooks/{id}/rotate-secret; the old
 // secret signs beside the new one for 24 h.
 func (s *Server) handleRotateSecret(c echo.Context) error {
-	hs, err := s.webhooks()
-	if err != nil {
-		return err
-	}
-	id, err := webhookID(c)
+	hs, id, err := s.webhookOf(c)
 	if err != nil {
 		return err
 	}
@@ -270,11 +264,7 @@ func deliveryBody(d webhook.Delivery) deliveryResponse {
 
 // handleListDeliveries: GET /v1/webhooks/{id}/deliveries, newest first.
 func (s *Server) handleListDeliveries(c echo.Context) error {
-	hs, err := s.webhooks()
-	if err != nil {
-		return err
-	}
-	id, err := webhookID(c)
+	hs, id, err := s.webhookOf(c)
 	if err != nil {
 		return err
 	}
@@ -308,11 +298,7 @@ func (s *Server) handleListDeliveries(c echo.Context) error {
 // handleRetryDelivery: POST /v1/webhooks/{id}/deliveries/{delivery}/retry
 // queues the delivery again, now, with a fresh retry schedule.
 func (s *Server) handleRetryDelivery(c echo.Context) error {
-	hs, err := s.webhooks()
-	if err != nil {
-		return err
-	}
-	id, err := webhookID(c)
+	hs, id, err := s.webhookOf(c)
 	if err != nil {
 		return err
 	}
