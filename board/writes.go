@@ -146,6 +146,28 @@ func (s *Service) Patch(ctx context.Context, board, id string, u Update) (*Recor
 
 // readBoth reads one record, its board's machine and the SQL clock in
 // one round trip.
+// readClaimed is readBoth for a heartbeat or release: fence must be the
+// record's live claim. Another fence is StaleFence whatever became of the
+// record since (completed by the next holder included); a terminal record
+// is InvalidTransition; an expired claim ClaimExpired (checkWriter).
+func (s *Service) readClaimed(tx *gorm.DB, board, id string, fence int64) (*boardRow, *Definition, *recordRow, error) {
+	b, def, r, err := s.readBoth(tx, board, id)
+	switch {
+	case err != nil:
+		return nil, nil, nil, err
+	case fence != r.Fence:
+		return nil, nil, nil, &StaleFence{Fence: fence, Current: r.Fence}
+	case def.IsTerminal(r.State):
+		return nil, nil, nil, &InvalidTransition{State: r.State}
+	case r.Owner == "":
+		return nil, nil, nil, &StaleFence{Fence: fence, Current: r.Fence}
+	}
+	if err := checkWriter(r, b.NowMs, &fence); err != nil {
+		return nil, nil, nil, err
+	}
+	return b, def, r, nil
+}
+
 func (s *Service) readBoth(tx *gorm.DB, board, id string) (*boardRow, *Definition, *recordRow, error) {
 	now, nargs := s.nowExpr(tx)
 	var rows []struct {
@@ -222,20 +244,8 @@ func (s *Service) Heartbeat(ctx context.Context, board, id string, fence int64, 
 	ctx, cancel := s.sqlCtx(ctx)
 	defer cancel()
 	out, err := sqlstore.Transact(sqlstore.WithoutCommitHooks(ctx), s.db, func(tx *gorm.DB) (*Record, error) {
-		b, def, r, err := s.readBoth(tx, board, id)
+		_, _, r, err := s.readClaimed(tx, board, id, fence)
 		if err != nil {
-			return nil, err
-		}
-		if fence != r.Fence { // a lost claim, whatever became of the record since
-			return nil, &StaleFence{Fence: fence, Current: r.Fence}
-		}
-		if def.IsTerminal(r.State) {
-			return nil, &InvalidTransition{State: r.State}
-		}
-		if r.Owner == "" {
-			return nil, &StaleFence{Fence: fence, Current: r.Fence}
-		}
-		if err := checkWriter(r, b.NowMs, &fence); err != nil {
 			return nil, err
 		}
 		t := ttl
@@ -285,20 +295,8 @@ func (s *Service) Release(ctx context.Context, board, id string, fence int64) (*
 	ctx, cancel := s.sqlCtx(ctx)
 	defer cancel()
 	out, err := sqlstore.Transact(ctx, s.db, func(tx *gorm.DB) (*Record, error) {
-		b, def, r, err := s.readBoth(tx, board, id)
+		b, def, r, err := s.readClaimed(tx, board, id, fence)
 		if err != nil {
-			return nil, err
-		}
-		if fence != r.Fence { // a lost claim, whatever became of the record since
-			return nil, &StaleFence{Fence: fence, Current: r.Fence}
-		}
-		if def.IsTerminal(r.State) {
-			return nil, &InvalidTransition{State: r.State}
-		}
-		if r.Owner == "" {
-			return nil, &StaleFence{Fence: fence, Current: r.Fence}
-		}
-		if err := checkWriter(r, b.NowMs, &fence); err != nil {
 			return nil, err
 		}
 		next := *r
