@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ErrReleased is the cause of a lease context ended by Release.
@@ -30,7 +32,8 @@ type Lease struct {
 	since     time.Time
 	acquired  time.Time
 	keepalive bool
-	parent    *leaseChain // leases held by the context Acquire was called with
+	parent    *leaseChain       // leases held by the context Acquire was called with
+	origin    trace.SpanContext // the acquire's span: renewals and loss link to it
 
 	mu       sync.Mutex
 	state    leaseState
@@ -357,6 +360,9 @@ func (l *Lease) lose(reason string, cause error) {
 		cancel(ErrLeaseLost)
 	}
 	m := l.m.opts
+	span := l.background("lock.lost")
+	span.SetAttributes(attrReason.String(reason), attrHolder.String(l.holder))
+	span.End()
 	m.Metrics.lostLease(l.key, reason)
 	if m.Metrics != nil {
 		m.Metrics.held(l.key, time.Since(l.acquired).Seconds())
