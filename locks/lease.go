@@ -70,9 +70,10 @@ func heldIn(ctx context.Context, key string) *Lease {
 	return nil
 }
 
-func newLease(parent context.Context, m *Manager, key string, g Grant, ttl time.Duration, sent time.Time, keepalive bool) *Lease {
+func newLease(parent context.Context, m *Manager, key string, g Grant, ttl time.Duration, sent time.Time, keepalive bool,
+	origin trace.SpanContext) *Lease {
 	l := &Lease{m: m, key: key, token: g.Token, holder: g.Holder, fence: g.Fence, ttl: ttl,
-		since: g.Since, acquired: sent, keepalive: keepalive, count: 1, index: -1}
+		since: g.Since, acquired: sent, keepalive: keepalive, count: 1, index: -1, origin: origin}
 	// Context also carries the leases held by parent, so a nested Acquire
 	// under l.Context() re-enters any of them.
 	l.parent, _ = parent.Value(leaseCtxKey{}).(*leaseChain)

@@ -280,9 +280,8 @@ func (m *Manager) try(sctx, ctx context.Context, key string, ttl time.Duration, 
 		}
 		return nil, err
 	}
-	l := newLease(ctx, m, key, g, ttl, sent, o.keepalive)
+	l := newLease(ctx, m, key, g, ttl, sent, o.keepalive, trace.SpanContextFromContext(sctx))
 	traceAcquired(sctx, key, g)
-	l.origin = trace.SpanContextFromContext(sctx)
 	ev := Event{Key: key, Holder: g.Holder, Fence: g.Fence}
 	if g.Preempted && m.opts.Hooks.OnPreempted != nil {
 		m.opts.Hooks.OnPreempted(ev)
