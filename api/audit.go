@@ -20,9 +20,10 @@ type auditEvent struct {
 	Action   string          `json:"action"`
 	Resource string          `json:"resource"`
 	Details  json.RawMessage `json:"details"`
+	TraceID  string          `json:"trace_id"`
 }
 
-// handleAudit: GET /v1/audit?agent=&env=&session_id=&action=&since=&limit=
+// handleAudit: GET /v1/audit?agent=&env=&session_id=&action=&trace_id=&since=&limit=
 // (admin), oldest first after the event id since. The next cursor is the
 // last event id of the page: pass it as since (or cursor) for the next.
 func (s *Server) handleAudit(c echo.Context) error {
@@ -45,6 +46,9 @@ func (s *Server) handleAudit(c echo.Context) error {
 	if f.Action = c.QueryParam("action"); !validAction(f.Action) {
 		return invalidField("action", "action is an event name such as version.created")
 	}
+	if f.TraceID = c.QueryParam("trace_id"); !validTraceID(f.TraceID) {
+		return invalidField("trace_id", "trace_id is a W3C trace id: 32 lower-case hex digits, not all zero")
+	}
 	if f.Since, err = sinceOf(c); err != nil {
 		return err
 	}
@@ -55,7 +59,7 @@ func (s *Server) handleAudit(c echo.Context) error {
 	out := list[auditEvent]{Items: make([]auditEvent, len(events))}
 	for i, e := range events {
 		out.Items[i] = auditEvent{ID: e.ID, At: timestamp(e.At), Actor: e.Actor, Instance: e.Instance,
-			Action: e.Action, Resource: e.Resource, Details: e.Details}
+			Action: e.Action, Resource: e.Resource, Details: e.Details, TraceID: e.TraceID}
 	}
 	if next > 0 {
 		out.Next = cursor(strconv.FormatInt(next, 10))
@@ -91,6 +95,23 @@ func validAction(a string) bool {
 	for i := 0; i < len(a); i++ {
 		c := a[i]
 		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// validTraceID: empty (any) or a W3C trace id (32 lower-case hex digits,
+// not all zero).
+func validTraceID(t string) bool {
+	if t == "" {
+		return true
+	}
+	if len(t) != 32 || t == "00000000000000000000000000000000" {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		if c := t[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
 			return false
 		}
 	}

@@ -66,6 +66,11 @@ func (s *Server) handlePrompt(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if p.Release != nil {
+		traceVersion(c, p.Version, p.Release.ID)
+	} else {
+		traceVersion(c, p.Version, "")
+	}
 	buf := bodyPool.Get().(*[]byte)
 	defer bodyPool.Put(buf)
 	a, err := s.answers.get(p, buf)

@@ -21,6 +21,7 @@ import (
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/session"
+	"github.com/promptd/promptd/telemetry"
 	"github.com/promptd/promptd/webhook"
 )
 
@@ -215,7 +216,11 @@ func New(cfg Config) *Server {
 		streams:      &streamSlots{open: map[string]int{}, limit: cmp.Or(cfg.StreamsPerToken, DefaultStreamsPerToken)}}
 	s.closing, s.closeAll = context.WithCancel(context.Background())
 	e.HTTPErrorHandler = s.handleError
-	e.Use(s.observe, s.bodyLimit)
+	if telemetry.Enabled() { // off: not even the middleware's call
+		e.Use(s.observe, s.trace, s.bodyLimit)
+	} else {
+		e.Use(s.observe, s.bodyLimit)
+	}
 	s.routes()
 	return s
 }

@@ -71,6 +71,7 @@ func (s *Server) handleAppendTurns(c echo.Context) error {
 	if err != nil {
 		return headerErr(err, viaHeader)
 	}
+	traceRevision(c, out.Revision)
 	return s.send(c, http.StatusCreated, out)
 }
 
@@ -120,6 +121,7 @@ func (s *Server) handlePutState(c echo.Context) error {
 	if err != nil {
 		return headerErr(err, viaHeader)
 	}
+	traceRevision(c, rev)
 	return s.send(c, http.StatusOK, stateWritten{Key: key, Revision: rev})
 }
 

@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/sqlstore"
+	"github.com/promptd/promptd/telemetry"
 )
 
 // Event is one audit record.
@@ -30,6 +31,11 @@ type Event struct {
 	Board     string          `json:"-"`
 	Resource  string          `json:"resource"`
 	Details   json.RawMessage `json:"details"`
+	// TraceID and SpanID name the span the change was made in (the
+	// request's, when traced; empty otherwise): webhook deliveries and
+	// event-stream sends link to it.
+	TraceID string `json:"trace_id"`
+	SpanID  string `json:"-"`
 }
 
 type actorKey struct{}
@@ -53,11 +59,13 @@ type Log struct {
 	Now      func() time.Time
 }
 
-// Append writes ev within tx. Details is marshalled from details.
+// Append writes ev within tx. Details is marshalled from details; the
+// trace and span ids are ctx's span's.
 func (l Log) Append(ctx context.Context, tx *gorm.DB, ev Event, details any) error {
 	if ev.Actor == "" {
 		ev.Actor = Actor(ctx)
 	}
+	traceID, spanID := telemetry.IDs(ctx)
 	now := time.Now
 	if l.Now != nil {
 		now = l.Now
@@ -66,14 +74,16 @@ func (l Log) Append(ctx context.Context, tx *gorm.DB, ev Event, details any) err
 	if err != nil {
 		return fmt.Errorf("audit: details: %w", err)
 	}
-	return tx.Exec(`INSERT INTO audit_events (at_ms, actor, instance, action, agent, env, session_id, board, resource, details)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		now().UnixMilli(), ev.Actor, l.Instance, ev.Action, ev.Agent, ev.Env, ev.SessionID, ev.Board, ev.Resource, string(raw)).Error
+	return tx.Exec(`INSERT INTO audit_events (at_ms, actor, instance, action, agent, env, session_id, board, resource, details, trace_id, span_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		now().UnixMilli(), ev.Actor, l.Instance, ev.Action, ev.Agent, ev.Env, ev.SessionID, ev.Board, ev.Resource, string(raw),
+		traceID, spanID).Error
 }
 
 // Filter selects events; Since is an event id (exclusive), oldest first.
 type Filter struct {
 	Agent, Env, SessionID, Action, Board string
+	TraceID                              string // 32 lower-case hex digits
 	Since                                int64
 	Limit                                int
 }
@@ -85,7 +95,8 @@ func List(ctx context.Context, db *gorm.DB, f Filter) ([]Event, int64, error) {
 		return nil, 0, errors.New("audit: limit must be positive")
 	}
 	q := db.WithContext(ctx).Table("audit_events").Where("id > ?", f.Since)
-	for col, v := range map[string]string{"agent": f.Agent, "env": f.Env, "session_id": f.SessionID, "action": f.Action, "board": f.Board} {
+	for col, v := range map[string]string{"agent": f.Agent, "env": f.Env, "session_id": f.SessionID, "action": f.Action, "board": f.Board,
+		"trace_id": f.TraceID} {
 		if v != "" {
 			q = q.Where(col+" = ?", v)
 		}
@@ -94,7 +105,7 @@ func List(ctx context.Context, db *gorm.DB, f Filter) ([]Event, int64, error) {
 		ID                                                              int64
 		AtMs                                                            int64
 		Actor, Instance, Action, Agent, Env, SessionID, Board, Resource string
-		Details                                                         string
+		Details, TraceID, SpanID                                        string
 	}
 	if err := q.Order("id").Limit(f.Limit + 1).Find(&rows).Error; err != nil {
 		return nil, 0, sqlstore.Translate(err)
@@ -107,7 +118,8 @@ func List(ctx context.Context, db *gorm.DB, f Filter) ([]Event, int64, error) {
 	out := make([]Event, len(rows))
 	for i, r := range rows {
 		out[i] = Event{ID: r.ID, At: time.UnixMilli(r.AtMs).UTC(), Actor: r.Actor, Instance: r.Instance, Action: r.Action,
-			Agent: r.Agent, Env: r.Env, SessionID: r.SessionID, Board: r.Board, Resource: r.Resource, Details: json.RawMessage(r.Details)}
+			Agent: r.Agent, Env: r.Env, SessionID: r.SessionID, Board: r.Board, Resource: r.Resource, Details: json.RawMessage(r.Details),
+			TraceID: r.TraceID, SpanID: r.SpanID}
 	}
 	return out, next, nil
 }
@@ -137,7 +149,30 @@ func Migrations() []sqlstore.Migration {
 				"audit_events_action":  "action, id",
 			},
 		})
-	}}, {Component: "audit", Version: 2, Name: "audit_events.board and audit_events.seq, the change feed's commit-order position", Up: addFeedColumns}}
+	}}, {Component: "audit", Version: 2, Name: "audit_events.board and audit_events.seq, the change feed's commit-order position", Up: addFeedColumns},
+		{Component: "audit", Version: 3, Name: "audit_events.trace_id and span_id, the span of the change", Up: addTraceColumns}}
+}
+
+// addTraceColumns adds the trace and span ids of the span an event was
+// written in (” when untraced) and an index to find a trace's events.
+// Guarded like addFeedColumns, so it can run again after a partial run.
+func addTraceColumns(tx *gorm.DB) error {
+	if !tx.Migrator().HasColumn("audit_events", "trace_id") {
+		if err := tx.Exec(`ALTER TABLE audit_events ADD COLUMN trace_id VARCHAR(32) NOT NULL DEFAULT ''`).Error; err != nil {
+			return err
+		}
+	}
+	if !tx.Migrator().HasColumn("audit_events", "span_id") {
+		if err := tx.Exec(`ALTER TABLE audit_events ADD COLUMN span_id VARCHAR(16) NOT NULL DEFAULT ''`).Error; err != nil {
+			return err
+		}
+	}
+	if !tx.Migrator().HasIndex("audit_events", "audit_events_trace") {
+		if err := tx.Exec(`CREATE INDEX audit_events_trace ON audit_events (trace_id, id)`).Error; err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // addFeedColumns adds the board an event names and seq, its position in

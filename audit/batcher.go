@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/promptd/promptd/telemetry"
 )
 
 // Batcher writes events asynchronously in batches (lease events,
@@ -56,6 +58,7 @@ func (b *Batcher) Add(ctx context.Context, ev Event, details any) {
 	}
 	ev.At = now()
 	ev.Details, _ = json.Marshal(details)
+	ev.TraceID, ev.SpanID = telemetry.IDs(ctx)
 	b.closeMu.RLock()
 	defer b.closeMu.RUnlock()
 	if b.closed {
@@ -111,11 +114,12 @@ func (b *Batcher) run() {
 func (b *Batcher) write(batch []Event) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	q := `INSERT INTO audit_events (at_ms, actor, instance, action, agent, env, session_id, resource, details) VALUES ` +
-		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?), ", len(batch)), ", ")
-	args := make([]any, 0, 9*len(batch))
+	q := `INSERT INTO audit_events (at_ms, actor, instance, action, agent, env, session_id, resource, details, trace_id, span_id) VALUES ` +
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", len(batch)), ", ")
+	args := make([]any, 0, 11*len(batch))
 	for _, ev := range batch {
-		args = append(args, ev.At.UnixMilli(), ev.Actor, b.log.Instance, ev.Action, ev.Agent, ev.Env, ev.SessionID, ev.Resource, string(ev.Details))
+		args = append(args, ev.At.UnixMilli(), ev.Actor, b.log.Instance, ev.Action, ev.Agent, ev.Env, ev.SessionID, ev.Resource,
+			string(ev.Details), ev.TraceID, ev.SpanID)
 	}
 	return b.db.WithContext(ctx).Exec(q, args...).Error
 }

@@ -112,9 +112,9 @@ func ReadAfter(ctx context.Context, db *gorm.DB, after int64, limit int) ([]Stam
 		ID                                                              int64
 		AtMs                                                            int64
 		Actor, Instance, Action, Agent, Env, SessionID, Board, Resource string
-		Details                                                         string
+		Details, TraceID, SpanID                                        string
 	}
-	if err := db.WithContext(ctx).Raw(`SELECT seq, id, at_ms, actor, instance, action, agent, env, session_id, board, resource, details
+	if err := db.WithContext(ctx).Raw(`SELECT seq, id, at_ms, actor, instance, action, agent, env, session_id, board, resource, details, trace_id, span_id
 		FROM audit_events WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit).Scan(&rows).Error; err != nil {
 		return nil, sqlstore.Translate(err)
 	}
@@ -122,7 +122,7 @@ func ReadAfter(ctx context.Context, db *gorm.DB, after int64, limit int) ([]Stam
 	for i, r := range rows {
 		out[i] = Stamped{Seq: r.Seq, Event: Event{ID: r.ID, At: time.UnixMilli(r.AtMs).UTC(), Actor: r.Actor,
 			Instance: r.Instance, Action: r.Action, Agent: r.Agent, Env: r.Env, SessionID: r.SessionID, Board: r.Board,
-			Resource: r.Resource, Details: json.RawMessage(r.Details)}}
+			Resource: r.Resource, Details: json.RawMessage(r.Details), TraceID: r.TraceID, SpanID: r.SpanID}}
 	}
 	return out, nil
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // keepalive is the one renewal loop of a Manager: a heap of leases ordered
@@ -120,9 +122,11 @@ func (k *keepalive) renew(l *Lease) {
 		return // never renew after release or loss
 	}
 	sent := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), max(l.ttl/4, time.Millisecond))
+	span := l.background("lock.keepalive")
+	ctx, cancel := context.WithTimeout(trace.ContextWithSpan(context.Background(), span), max(l.ttl/4, time.Millisecond))
 	g, err := k.m.b.Renew(ctx, l.key, l.token, l.ttl)
 	cancel()
+	endSpan(span, err)
 	k.m.opts.Metrics.renewed(l.key, err == nil)
 	switch {
 	case err == nil:

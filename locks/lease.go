@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ErrReleased is the cause of a lease context ended by Release.
@@ -30,7 +32,8 @@ type Lease struct {
 	since     time.Time
 	acquired  time.Time
 	keepalive bool
-	parent    *leaseChain // leases held by the context Acquire was called with
+	parent    *leaseChain       // leases held by the context Acquire was called with
+	origin    trace.SpanContext // the acquire's span: renewals and loss link to it
 
 	mu       sync.Mutex
 	state    leaseState
@@ -67,9 +70,10 @@ func heldIn(ctx context.Context, key string) *Lease {
 	return nil
 }
 
-func newLease(parent context.Context, m *Manager, key string, g Grant, ttl time.Duration, sent time.Time, keepalive bool) *Lease {
+func newLease(parent context.Context, m *Manager, key string, g Grant, ttl time.Duration, sent time.Time, keepalive bool,
+	origin trace.SpanContext) *Lease {
 	l := &Lease{m: m, key: key, token: g.Token, holder: g.Holder, fence: g.Fence, ttl: ttl,
-		since: g.Since, acquired: sent, keepalive: keepalive, count: 1, index: -1}
+		since: g.Since, acquired: sent, keepalive: keepalive, count: 1, index: -1, origin: origin}
 	// Context also carries the leases held by parent, so a nested Acquire
 	// under l.Context() re-enters any of them.
 	l.parent, _ = parent.Value(leaseCtxKey{}).(*leaseChain)
@@ -357,6 +361,9 @@ func (l *Lease) lose(reason string, cause error) {
 		cancel(ErrLeaseLost)
 	}
 	m := l.m.opts
+	span := l.background("lock.lost")
+	span.SetAttributes(attrReason.String(reason), attrHolder.String(l.holder))
+	span.End()
 	m.Metrics.lostLease(l.key, reason)
 	if m.Metrics != nil {
 		m.Metrics.held(l.key, time.Since(l.acquired).Seconds())

@@ -11,6 +11,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Locker is the lease lock service promptd's packages depend on. *Manager
@@ -215,6 +218,7 @@ func (m *Manager) Acquire(ctx context.Context, key string, ttl time.Duration, op
 	}
 	start := time.Now()
 	deadline := start.Add(o.wait)
+	bctx, span := tracer.Start(ctx, "lock.acquire", trace.WithAttributes(attrKey.String(key), attrMode.String(o.mode.String())))
 	var watch <-chan struct{}
 	if o.wait > 0 { // registered before the first attempt, so no release is missed
 		var stop func()
@@ -223,9 +227,10 @@ func (m *Manager) Acquire(ctx context.Context, key string, ttl time.Duration, op
 	}
 	var l *Lease
 	var err error
+	defer func() { traceWait(span, start, err) }()
 	waiting := false
 	for attempt := 0; ; attempt++ {
-		l, err = m.try(ctx, key, ttl, o)
+		l, err = m.try(bctx, ctx, key, ttl, o)
 		if err == nil || o.wait <= 0 {
 			break
 		}
@@ -250,8 +255,9 @@ func (m *Manager) Acquire(ctx context.Context, key string, ttl time.Duration, op
 	return l, err
 }
 
-// try sends one acquire and builds the lease.
-func (m *Manager) try(ctx context.Context, key string, ttl time.Duration, o acquireOpts) (*Lease, error) {
+// try sends one acquire (under sctx, the acquire's span) and builds the
+// lease (under ctx).
+func (m *Manager) try(sctx, ctx context.Context, key string, ttl time.Duration, o acquireOpts) (*Lease, error) {
 	token := o.token
 	if token == "" {
 		token = newToken()
@@ -262,7 +268,7 @@ func (m *Manager) try(ctx context.Context, key string, ttl time.Duration, o acqu
 	}
 	m.opts.Metrics.attempt(key)
 	sent := time.Now()
-	g, err := m.b.Acquire(ctx, key, req)
+	g, err := m.b.Acquire(sctx, key, req)
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrHeld):
@@ -274,7 +280,8 @@ func (m *Manager) try(ctx context.Context, key string, ttl time.Duration, o acqu
 		}
 		return nil, err
 	}
-	l := newLease(ctx, m, key, g, ttl, sent, o.keepalive)
+	l := newLease(ctx, m, key, g, ttl, sent, o.keepalive, trace.SpanContextFromContext(sctx))
+	traceAcquired(sctx, key, g)
 	ev := Event{Key: key, Holder: g.Holder, Fence: g.Fence}
 	if g.Preempted && m.opts.Hooks.OnPreempted != nil {
 		m.opts.Hooks.OnPreempted(ev)
@@ -341,8 +348,13 @@ func (m *Manager) Holder(ctx context.Context, key string) (Info, error) {
 // debug level as a token op, never as a lost lease: for a lease held by a
 // client it is the client's news, not a loss of promptd's own.
 func (m *Manager) Renew(ctx context.Context, key, token string, ttl time.Duration) (time.Time, error) {
+	ctx, span := tracer.Start(ctx, "lock.renew", trace.WithAttributes(attrKey.String(key)))
 	sent := time.Now()
-	_, err := m.b.Renew(ctx, key, token, ttl)
+	g, err := m.b.Renew(ctx, key, token, ttl)
+	if err == nil && span.IsRecording() {
+		span.SetAttributes(attrFence.Int64(g.Fence))
+	}
+	endSpan(span, err)
 	switch {
 	case err == nil:
 		m.opts.Metrics.renewed(key, true)
@@ -360,7 +372,10 @@ func (m *Manager) Renew(ctx context.Context, key, token string, ttl time.Duratio
 // Release implements Locker. When it frees a key that this process keeps
 // alive under token, that lease ends as released (not lost).
 func (m *Manager) Release(ctx context.Context, key, token string) (bool, error) {
+	ctx, span := tracer.Start(ctx, "lock.release", trace.WithAttributes(attrKey.String(key)))
 	freed, err := m.b.Release(ctx, key, token, newNonce())
+	span.SetAttributes(attribute.Bool("promptd.lock.freed", freed))
+	endSpan(span, err)
 	if errors.Is(err, ErrLeaseLost) {
 		m.tokenLost(key, "release")
 	}

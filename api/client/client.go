@@ -153,10 +153,13 @@ func (c *Client) attempt(ctx context.Context, k call, body []byte, key string) (
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
+	ctx, span := startSpan(ctx, k.method, k.path)
+	defer span.End()
 	req, err := http.NewRequestWithContext(ctx, k.method, u, rd)
 	if err != nil {
 		return nil, nil, err
 	}
+	inject(ctx, req.Header)
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
@@ -170,6 +173,7 @@ func (c *Client) attempt(ctx context.Context, k call, body []byte, key string) (
 		req.Header.Set(h, v)
 	}
 	resp, err := c.hc.Do(req)
+	endSpan(span, resp, err)
 	if err != nil {
 		return nil, nil, err
 	}

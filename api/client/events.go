@@ -151,6 +151,7 @@ func (c *Client) stream(ctx context.Context, s Subscription, pos *string) (conne
 	if err != nil {
 		return false, err
 	}
+	inject(ctx, req.Header)
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("User-Agent", c.userAgent)

@@ -21,6 +21,9 @@ import (
 	"sort"
 	"syscall"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/promptd/promptd/api/client"
 )
 
@@ -46,6 +49,7 @@ type app struct {
 	getenv         func(string) string
 	server, token  string
 	output         string
+	traceparent    string // W3C trace context the requests continue
 	c              *client.Client
 }
 
@@ -102,6 +106,7 @@ func (a *app) flags(name string) *flag.FlagSet {
 	fs.Var(quiet{&a.server}, "server", "promptd `URL` (default $PROMPTD_URL, else http://127.0.0.1:8080)")
 	fs.Var(quiet{&a.token}, "token", "bearer `TOKEN` (default $PROMPTD_TOKEN)")
 	fs.StringVar(&a.output, "output", orDefault(a.output, "table"), "output format: table or json")
+	fs.StringVar(&a.traceparent, "traceparent", a.traceparent, "W3C `traceparent` the requests continue (default $TRACEPARENT)")
 	return fs
 }
 
@@ -134,6 +139,9 @@ func (a *app) parse(fs *flag.FlagSet, args []string, minPos, maxPos int) ([]stri
 	}
 	if a.token == "" {
 		return nil, usageError{"no token: set PROMPTD_TOKEN or pass --token (embedded promptd writes them to ./data/tokens)"}
+	}
+	if err := a.continueTrace(); err != nil {
+		return nil, err
 	}
 	a.c = client.New(a.server, a.token, client.WithUserAgent("promptctl/1"))
 	return pos, nil
@@ -209,4 +217,20 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// continueTrace puts the --traceparent (or $TRACEPARENT) in a.ctx as the
+// remote parent of every request, so promptd's spans join the caller's
+// trace.
+func (a *app) continueTrace() error {
+	tp := orDefault(a.traceparent, a.getenv("TRACEPARENT"))
+	if tp == "" {
+		return nil
+	}
+	ctx := propagation.TraceContext{}.Extract(a.ctx, propagation.MapCarrier{"traceparent": tp})
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return usageError{"--traceparent: not a W3C traceparent (00-<32 hex trace id>-<16 hex span id>-<2 hex flags>)"}
+	}
+	a.ctx = ctx
+	return nil
 }

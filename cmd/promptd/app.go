@@ -26,6 +26,7 @@ import (
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/session"
 	"github.com/promptd/promptd/sqlstore"
+	"github.com/promptd/promptd/telemetry"
 )
 
 // shutdownTimeout bounds how long requests in flight may take to finish.
@@ -231,6 +232,9 @@ func (m *Main) openSQL(ctx context.Context) error {
 		return err
 	}
 	m.db = db
+	if err := telemetry.InstrumentSQL(db); err != nil { // when tracing is on
+		return err
+	}
 	if cfg.MySQLDSN == "" {
 		return makePrivate(m.Config.DataDir) // the WAL files SQLite just made
 	}
@@ -266,6 +270,9 @@ func (m *Main) openRedis(ctx context.Context) error {
 		opt.PoolTimeout = 2 * t
 		opt.MaxRetries = 1
 		m.redis = redis.NewClient(opt)
+	}
+	if err := telemetry.InstrumentRedis(m.redis); err != nil { // when tracing is on
+		return err
 	}
 	pctx, cancel := context.WithTimeout(ctx, 6*t)
 	defer cancel()

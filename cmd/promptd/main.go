@@ -11,9 +11,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/promptd/promptd/telemetry"
 )
 
 func main() {
@@ -42,9 +45,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return fmt.Errorf("configuration:\n%w", err)
 	}
-	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: cfg.LogLevel})).
+	log := slog.New(telemetry.LogHandler(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))).
 		With("instance", cfg.InstanceID)
 	log.Info("starting", "config", cfg)
+	// Tracing from the standard OTEL_* variables; off (nothing installed)
+	// when none asks for it. Its shutdown flushes the spans queued.
+	stopTracing, err := telemetry.Setup(ctx, getenv, buildVersion())
+	if err != nil {
+		return err
+	}
+	defer func() {
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(tctx); err != nil {
+			log.Warn("flushing traces failed", "err", err)
+		}
+	}()
+	log.Info("tracing", "enabled", telemetry.Enabled())
 
 	m := NewMain(cfg, log)
 	if err := m.Open(ctx); err != nil {
@@ -69,4 +86,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// buildVersion is the module version promptd was built at (service.version
+// of its spans), or "devel".
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
 }
