@@ -92,7 +92,10 @@ func TestImport_chainsItemsPerAgentAndReportsEach(t *testing.T) {
 
 func TestImport_tenThousandItems_allOrNothing(t *testing.T) {
 	testenv.ForEachDialect(t, migrations(), func(t *testing.T, db *gorm.DB) {
-		s := newStore(t, db, promptstore.Options{})
+		// An import is bounded by 12 SQL timeouts (60 s by default); a
+		// loaded 2-core machine under -race once needed more for 10,000
+		// items on SQLite, so this test allows 3 minutes.
+		s := newStore(t, db, promptstore.Options{SQLTimeout: 15 * time.Second})
 		items := make([]promptstore.ImportItem, promptstore.MaxImportItems)
 		for i := range items {
 			items[i] = promptstore.ImportItem{Agent: fmt.Sprintf("agent-%d", i%2000), BaseVersion: i / 2000, Config: cfg(fmt.Sprint("config ", i))}
