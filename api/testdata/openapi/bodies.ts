@@ -290,6 +290,7 @@ export const audit: S["AuditList"] = {
     instance: "promptd-1",
     action: "version.created",
     resource: "agents/support/versions/3",
+    trace_id: "4bf92f3577b34da6a3ce929d0e0e4736",
     details: { version: 3, content_hash: "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" },
   }],
   next: "41",
