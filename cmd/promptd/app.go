@@ -91,6 +91,7 @@ func (m *Main) Open(ctx context.Context) error {
 		m.etcd, backend = c, "etcd"
 		m.locker = locks.NewEtcd(c, locks.EtcdOptions{Keys: locks.Keys{Prefix: cfg.KeyPrefix}, Timeout: cfg.Etcd.Timeout,
 			Logger: m.Logger}, lockOpts)
+		checks.Etcd = m.locker.Ping // a linearizable read: down without a quorum
 	case cfg.RedisURL != "":
 		backend = "redis"
 		m.locker = locks.NewRedis(m.redis, locks.RedisOptions{Keys: locks.Keys{Prefix: cfg.KeyPrefix}, Timeout: cfg.RedisTimeout,
