@@ -5,11 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -143,7 +145,9 @@ func (t *etcdTransport) publishLoop() {
 
 // put writes batch as the value of this bus's key, on a lease granted at
 // most etcdBusRegrant ago.
-func (t *etcdTransport) put(batch []Event) error {
+func (t *etcdTransport) put(batch []Event) error { return t.putOnce(batch, true) }
+
+func (t *etcdTransport) putOnce(batch []Event, retry bool) error {
 	raw, err := json.Marshal(batch)
 	if err != nil {
 		return err
@@ -158,6 +162,10 @@ func (t *etcdTransport) put(batch []Event) error {
 		t.lease, t.leaseAt = g.ID, time.Now()
 	}
 	_, err = t.c.Put(ctx, t.key, string(raw), clientv3.WithLease(t.lease))
+	if retry && errors.Is(err, rpctypes.ErrLeaseNotFound) { // expired or revoked: once more on a new one
+		t.lease = 0
+		return t.putOnce(batch, false)
+	}
 	return err
 }
 

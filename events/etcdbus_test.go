@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/internal/testenv"
 	"github.com/promptd/promptd/locks"
@@ -134,4 +136,27 @@ func TestEtcdBus_afterMemberRestart_keepsDelivering(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close hung with etcd down")
 	}
+}
+
+// A bus whose lease is gone (revoked, or expired while etcd was away)
+// grants a new one and still delivers the batch.
+func TestEtcdBus_leaseRevoked_nextEventStillDelivered(t *testing.T) {
+	eps := testenv.EtcdEndpoints(t)
+	prefix := uniquePrefix()
+	a, _ := etcdBus(t, eps, prefix)
+	_, rb := etcdBus(t, eps, prefix)
+	a.Publish(context.Background(), events.Event{Kind: "pointer", ID: "first"})
+	rb.waitFor(t, "first", 1, 5*time.Second)
+	c := testenv.EtcdClient(t, eps)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got, err := c.Get(ctx, prefix+"/events/", clientv3.WithPrefix())
+	if err != nil || len(got.Kvs) != 1 || got.Kvs[0].Lease == 0 {
+		t.Fatalf("the bus's key: %v %v, want one key on a lease", got, err)
+	}
+	if _, err := c.Revoke(ctx, clientv3.LeaseID(got.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	a.Publish(context.Background(), events.Event{Kind: "pointer", ID: "second"})
+	rb.waitFor(t, "second", 1, 5*time.Second)
 }
