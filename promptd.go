@@ -70,6 +70,10 @@ type Options struct {
 	Redis redis.UniversalClient
 	// RedisTimeout bounds each event and mirror call; zero means 100ms.
 	RedisTimeout time.Duration
+	// Etcd carries change events between instances when Redis is nil (the
+	// bus is an etcd watch); EtcdTimeout bounds each of its calls.
+	Etcd        events.EtcdClient
+	EtcdTimeout time.Duration
 	// Prompts configures the prompt store (metrics, limits, timeouts).
 	Prompts promptstore.Options
 	// Releases configures the release service.
@@ -137,7 +141,8 @@ func New(db *gorm.DB, o Options) *Runtime {
 		o.Locker = locks.NewMemory(locks.Options{Holder: o.Instance})
 	}
 	health := &events.Health{} // Redis's: shared by the bus, the mirror and the store's lock fast path
-	eo := events.Options{Redis: o.Redis, Prefix: o.Keys.Prefix, Timeout: o.RedisTimeout, Health: health, Logger: o.Logger}
+	eo := events.Options{Redis: o.Redis, Prefix: o.Keys.Prefix, Timeout: o.RedisTimeout, Health: health, Logger: o.Logger,
+		Etcd: o.Etcd, EtcdTimeout: o.EtcdTimeout}
 	bus := events.NewBus(eo)
 	var mirror *events.Mirror
 	if o.Redis != nil {
@@ -178,8 +183,8 @@ func New(db *gorm.DB, o Options) *Runtime {
 	// The change feed: the sequencer stamps committed audit events with
 	// their positions; the feed reads them for this instance's readers.
 	poll := 100 * time.Millisecond // without Redis the store is the only signal
-	if o.Redis != nil {
-		poll = time.Second // KindFeed arrives through Redis; polling only heals a lost message
+	if o.Redis != nil || o.Etcd != nil {
+		poll = time.Second // KindFeed arrives through Redis or etcd; polling only heals a lost message
 	}
 	feed := events.NewFeed(events.FeedOptions{DB: db, Bus: bus, Poll: poll, Retention: o.EventRetention,
 		Logger: o.Logger, Metrics: o.FeedMetrics})

@@ -33,7 +33,7 @@ func Example() {
 	}
 	// Output:
 	// 200 application/json {"status":"ok"}
-	// 200 application/json {"sql":"ok","redis":"disabled","mode":"normal"}
+	// 200 application/json {"sql":"ok","redis":"disabled","etcd":"disabled","mode":"normal"}
 	// 404 application/problem+json {"code":"not_found","detail":"no such route","status":404,"title":"Not found","type":"urn:promptd:problem:not_found"}
 }
 

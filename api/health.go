@@ -16,6 +16,9 @@ type Checks struct {
 	SQL func(ctx context.Context) error
 	// Redis checks Redis; nil means Redis is not configured ("disabled").
 	Redis func(ctx context.Context) error
+	// Etcd checks the etcd cluster that holds the leases; nil means leases
+	// are not on etcd ("disabled").
+	Etcd func(ctx context.Context) error
 }
 
 // Store states and modes reported by /readyz.
@@ -32,6 +35,7 @@ const (
 type readiness struct {
 	SQL   string `json:"sql"`
 	Redis string `json:"redis"`
+	Etcd  string `json:"etcd"`
 	Mode  string `json:"mode"`
 }
 
@@ -50,7 +54,10 @@ func (s *Server) handleHealthz(c echo.Context) error {
 //	down  disabled  degraded  503  only the in-process cache is left: take the instance out
 //	down  down      degraded  503  of rotation until a store is back
 //
-// So 503 means that no store answers, and the body still says which.
+// So 503 means that no store answers, and the body still says which. etcd
+// (with the leases on it) does not change the status: while it is down
+// lease routes fail and writes go on under their SQL conditions, so the
+// mode is degraded.
 func (s *Server) handleReadyz(c echo.Context) error {
 	r := s.ready(c.Request().Context())
 	status := http.StatusOK
@@ -68,13 +75,15 @@ func (s *Server) ready(ctx context.Context) readiness {
 	var wg sync.WaitGroup
 	wg.Go(func() { r.SQL = s.check(ctx, s.cfg.Checks.SQL, stateDown) })
 	wg.Go(func() { r.Redis = s.check(ctx, s.cfg.Checks.Redis, stateDisabled) })
+	wg.Go(func() { r.Etcd = s.check(ctx, s.cfg.Checks.Etcd, stateDisabled) })
 	wg.Wait()
 	r.Mode = modeNormal
-	if r.SQL != stateOK || r.Redis == stateDown {
+	if r.SQL != stateOK || r.Redis == stateDown || r.Etcd == stateDown {
 		r.Mode = modeDegraded
 	}
 	s.metrics.storeState("sql", r.SQL)
 	s.metrics.storeState("redis", r.Redis)
+	s.metrics.storeState("etcd", r.Etcd)
 	s.metrics.degraded(r.Mode == modeDegraded)
 	return r
 }

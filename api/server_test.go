@@ -65,14 +65,14 @@ func TestReadyz_reportsStoresAndMode(t *testing.T) {
 		status     int
 		body       string
 	}{
-		{"sql only", ok, nil, 200, `{"sql":"ok","redis":"disabled","mode":"normal"}`},
-		{"both up", ok, ok, 200, `{"sql":"ok","redis":"ok","mode":"normal"}`},
-		{"redis down", ok, down, 200, `{"sql":"ok","redis":"down","mode":"degraded"}`},
-		{"sql down", down, ok, 200, `{"sql":"down","redis":"ok","mode":"degraded"}`},
-		{"sql down, no redis", down, nil, 503, `{"sql":"down","redis":"disabled","mode":"degraded"}`},
-		{"both down", down, down, 503, `{"sql":"down","redis":"down","mode":"degraded"}`},
-		{"redis stalls", ok, hang, 200, `{"sql":"ok","redis":"down","mode":"degraded"}`},
-		{"no sql check", nil, nil, 503, `{"sql":"down","redis":"disabled","mode":"degraded"}`},
+		{"sql only", ok, nil, 200, `{"sql":"ok","redis":"disabled","etcd":"disabled","mode":"normal"}`},
+		{"both up", ok, ok, 200, `{"sql":"ok","redis":"ok","etcd":"disabled","mode":"normal"}`},
+		{"redis down", ok, down, 200, `{"sql":"ok","redis":"down","etcd":"disabled","mode":"degraded"}`},
+		{"sql down", down, ok, 200, `{"sql":"down","redis":"ok","etcd":"disabled","mode":"degraded"}`},
+		{"sql down, no redis", down, nil, 503, `{"sql":"down","redis":"disabled","etcd":"disabled","mode":"degraded"}`},
+		{"both down", down, down, 503, `{"sql":"down","redis":"down","etcd":"disabled","mode":"degraded"}`},
+		{"redis stalls", ok, hang, 200, `{"sql":"ok","redis":"down","etcd":"disabled","mode":"degraded"}`},
+		{"no sql check", nil, nil, 503, `{"sql":"down","redis":"disabled","etcd":"disabled","mode":"degraded"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, _, _ := newServer(t, api.Config{
@@ -86,6 +86,39 @@ func TestReadyz_reportsStoresAndMode(t *testing.T) {
 			}
 			if d := time.Since(start); d > time.Second {
 				t.Errorf("readyz took %v: checks are not bounded", d)
+			}
+		})
+	}
+}
+
+// With leases on etcd, /readyz reports it; a down etcd degrades the
+// instance (lease routes fail) but resolve and writes go on, so 200 while
+// SQL answers.
+func TestReadyz_whenLeasesOnEtcd_reportsEtcdAndDegradesWhenDown(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		sql, redis, etc func(context.Context) error
+		status          int
+		body            string
+	}{
+		{"etcd up", ok, nil, ok, 200, `{"sql":"ok","redis":"disabled","etcd":"ok","mode":"normal"}`},
+		{"etcd down", ok, nil, down, 200, `{"sql":"ok","redis":"disabled","etcd":"down","mode":"degraded"}`},
+		{"etcd down, redis up", ok, ok, down, 200, `{"sql":"ok","redis":"ok","etcd":"down","mode":"degraded"}`},
+		{"sql down, etcd up", down, nil, ok, 503, `{"sql":"down","redis":"disabled","etcd":"ok","mode":"degraded"}`},
+		{"no etcd", ok, ok, nil, 200, `{"sql":"ok","redis":"ok","etcd":"disabled","mode":"normal"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, reg, _ := newServer(t, api.Config{Checks: api.Checks{SQL: tc.sql, Redis: tc.redis, Etcd: tc.etc},
+				CheckTimeout: 50 * time.Millisecond})
+			rec := get(t, s.Handler(), "/readyz")
+			if rec.Code != tc.status || strings.TrimSpace(rec.Body.String()) != tc.body {
+				t.Fatalf("GET /readyz = %d %s, want %d %s", rec.Code, rec.Body, tc.status, tc.body)
+			}
+			if tc.etc != nil {
+				want := map[bool]string{true: `promptd_store_up{store="etcd"} 1`, false: `promptd_store_up{store="etcd"} 0`}[tc.name != "etcd down" && tc.name != "etcd down, redis up"]
+				if body := scrape(t, reg); !strings.Contains(body, want) {
+					t.Errorf("metrics lack %q", want)
+				}
 			}
 		})
 	}

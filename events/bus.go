@@ -29,6 +29,12 @@ type Options struct {
 	// Redis carries events between instances and holds the mirror; nil:
 	// events stay in process and there is no mirror.
 	Redis redis.UniversalClient
+	// Etcd carries a Bus's events between instances when Redis is nil
+	// (etcdbus.go); nil: events stay in process.
+	Etcd EtcdClient
+	// EtcdTimeout bounds each etcd call (PROMPTD_ETCD_TIMEOUT); zero means
+	// 1s.
+	EtcdTimeout time.Duration
 	// Prefix is the key prefix (PROMPTD_KEY_PREFIX); empty means
 	// DefaultPrefix.
 	Prefix string
@@ -48,6 +54,9 @@ func (o *Options) defaults() {
 	if o.Timeout <= 0 {
 		o.Timeout = 100 * time.Millisecond
 	}
+	if o.EtcdTimeout <= 0 {
+		o.EtcdTimeout = time.Second
+	}
 	if o.Health == nil {
 		o.Health = &Health{}
 	}
@@ -56,7 +65,8 @@ func (o *Options) defaults() {
 	}
 }
 
-// Bus publishes change events on P:events. Safe for concurrent use.
+// Bus publishes change events on P:events (or, with etcd and no Redis,
+// under P/events/). Safe for concurrent use.
 type Bus struct {
 	o Options
 
@@ -64,17 +74,20 @@ type Bus struct {
 	handlers map[string][]func(context.Context, Event)
 	all      []func(context.Context, Event)
 	sub      *redis.PubSub
+	etcd     *etcdTransport
 	closed   bool
 }
 
 // NewBus returns a bus, subscribed to the events channel when o.Redis is
-// set. Close ends the subscription.
+// set, else watching etcd when o.Etcd is. Close ends the subscription.
 func NewBus(o Options) *Bus {
 	o.defaults()
 	b := &Bus{o: o, handlers: map[string][]func(context.Context, Event){}}
 	if o.Redis != nil {
 		b.sub = o.Redis.Subscribe(context.Background(), b.channel())
 		go b.receive(b.sub.Channel())
+	} else if o.Etcd != nil {
+		b.etcd = startEtcdTransport(o, b.deliver)
 	}
 	return b
 }
@@ -102,6 +115,10 @@ func (b *Bus) SubscribeAll(fn func(context.Context, Event)) {
 // reconcilers.
 func (b *Bus) Publish(ctx context.Context, ev Event) {
 	b.deliver(ctx, ev)
+	if b.etcd != nil {
+		b.etcd.publish(ev)
+		return
+	}
 	if b.o.Redis == nil || b.o.Health.Down() {
 		return
 	}
@@ -140,10 +157,17 @@ func (b *Bus) receive(ch <-chan *redis.Message) {
 // Close ends the subscription. Safe to call more than once.
 func (b *Bus) Close() error {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed || b.sub == nil {
+	if b.closed {
+		b.mu.Unlock()
 		return nil
 	}
 	b.closed = true
+	b.mu.Unlock()
+	if b.etcd != nil {
+		b.etcd.close() // not under mu: its watch may be delivering
+	}
+	if b.sub == nil {
+		return nil
+	}
 	return b.sub.Close()
 }

@@ -5,7 +5,9 @@
 // this process's subscribers at once and, through one Redis pub/sub
 // channel (P:events), to every other instance. Messages can be lost; each
 // package that caches keeps a reconciler, so a lost event leaves an
-// instance stale for a bounded time, never wrong for ever.
+// instance stale for a bounded time, never wrong for ever. With etcd and
+// no Redis (Options.Etcd), each bus puts its events in batches under one key
+// of its own, P/events/<origin>, and watches P/events/ for the others'.
 //
 // A Mirror keeps immutable snapshots (7 days, refilled from SQL) and the
 // latest state of each env pointer, written through a compare-on-revision

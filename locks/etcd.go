@@ -147,6 +147,7 @@ func (b *EtcdBackend) Acquire(ctx context.Context, key string, req Request) (_ G
 		granted = true
 		return g
 	}
+	regranted := false
 	for range 8 {
 		cmp := clientv3.Compare(clientv3.CreateRevision(ek), "=", 0)
 		nv, preempt := val, false
@@ -185,6 +186,19 @@ func (b *EtcdBackend) Acquire(ctx context.Context, key string, req Request) (_ G
 			}
 		}
 		resp, err := b.txn(ctx, "acquire", cmp, put, ek)
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) && lease != 0 && !regranted {
+			// the lease ran out between its grant (or the session's last
+			// keepalive) and this write, which wrote nothing: once more on
+			// a new one
+			regranted = true
+			if sess, lease, err = b.newAcquireLease(ctx, sess, sec); err != nil {
+				return Grant{}, err
+			}
+			continue
+		}
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return Grant{}, unavailable("acquire", err)
+		}
 		if err != nil {
 			return Grant{}, err
 		}
@@ -197,6 +211,29 @@ func (b *EtcdBackend) Acquire(ctx context.Context, key string, req Request) (_ G
 		}
 	}
 	return Grant{}, unavailable("acquire", errors.New("key changed under every attempt"))
+}
+
+// newAcquireLease replaces a lease that etcd no longer has: the session
+// sess is marked lost (its keys are gone with it) and a new one granted;
+// without a session (Detached), a new lease of its own.
+func (b *EtcdBackend) newAcquireLease(ctx context.Context, sess *etcdSession, sec int64) (*etcdSession, clientv3.LeaseID, error) {
+	if sess == nil {
+		id, err := b.grantLease(ctx, sec)
+		return nil, id, err
+	}
+	sess.mu.Lock()
+	sess.lost = true
+	sess.mu.Unlock()
+	b.smu.Lock()
+	if b.sessions[sec] == sess {
+		delete(b.sessions, sec)
+	}
+	b.smu.Unlock()
+	s, err := b.session(ctx, sec)
+	if err != nil {
+		return nil, 0, err
+	}
+	return s, s.id, nil
 }
 
 // Renew checks that token holds key. A key on this process's session for
@@ -255,6 +292,9 @@ func (b *EtcdBackend) Renew(ctx context.Context, key, token string, ttl time.Dur
 		nv.fence, nv.ttlSec = v.fenceAt(base, kv.ModRevision), sec
 		cmp := clientv3.Compare(clientv3.ModRevision(ek), "=", kv.ModRevision)
 		resp, err := b.txn(ctx, "renew", cmp, clientv3.OpPut(ek, nv.encode(), clientv3.WithLease(lease)), ek)
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) { // the new lease ran out before the move: nothing moved
+			return Grant{}, unavailable("renew", err)
+		}
 		if err != nil {
 			return Grant{}, err
 		}

@@ -8,4 +8,4 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PROMPTD_FAULT_ROUNDS=${ROUNDS:-5}
-exec ./scripts/test.sh -run '^TestFaults$' -timeout 120m ./internal/e2e/
+exec ./scripts/test.sh -run '^TestFaults(Etcd)?$' -timeout 120m ./internal/e2e/

@@ -92,6 +92,7 @@ func (m *Main) Open(ctx context.Context) error {
 		m.etcd, backend = c, "etcd"
 		m.locker = locks.NewEtcd(c, locks.EtcdOptions{Keys: locks.Keys{Prefix: cfg.KeyPrefix}, Timeout: cfg.Etcd.Timeout,
 			Logger: m.Logger}, lockOpts)
+		checks.Etcd = m.locker.Ping // a linearizable read: down without a quorum
 	case cfg.RedisURL != "":
 		backend = "redis"
 		m.locker = locks.NewRedis(m.redis, locks.RedisOptions{Keys: locks.Keys{Prefix: cfg.KeyPrefix}, Timeout: cfg.RedisTimeout,
@@ -115,6 +116,10 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	feedMetrics := events.NewFeedMetrics(m.registry)
+	var etcdBus events.EtcdClient // with etcd and no Redis, the bus is an etcd watch
+	if m.etcd != nil && m.redis == nil {
+		etcdBus = m.etcd
+	}
 	// The domain services, wired as package promptd wires them for any
 	// embedding program (resolution: session pin -> release arm -> env
 	// pointer).
@@ -122,6 +127,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Instance: cfg.InstanceID,
 		Logger:   m.Logger,
 		Locker:   m.locker, Keys: keys, Redis: m.redis, RedisTimeout: cfg.RedisTimeout,
+		Etcd: etcdBus, EtcdTimeout: cfg.Etcd.Timeout,
 		EventRetention: cfg.EventRetention, FeedMetrics: feedMetrics, Webhooks: hooks,
 		Prompts: promptstore.Options{
 			Metrics: promptstore.NewMetrics(m.registry),

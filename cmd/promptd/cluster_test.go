@@ -34,7 +34,7 @@ func TestMain_redisCluster_servesAndReadyzPingsEveryMaster(t *testing.T) {
 		t.Fatalf("client = %T, want *redis.ClusterClient", m.redis)
 	}
 	base := "http://" + m.Addr().String()
-	if code, body := readyz(t, base); code != 200 || body != `{"sql":"ok","redis":"ok","mode":"normal"}` {
+	if code, body := readyz(t, base); code != 200 || body != `{"sql":"ok","redis":"ok","etcd":"disabled","mode":"normal"}` {
 		t.Fatalf("/readyz = %d %s", code, body)
 	}
 	publishAndResolve(t, base, adm, rt)
@@ -66,7 +66,7 @@ func TestMain_redisCluster_servesAndReadyzPingsEveryMaster(t *testing.T) {
 		if time.Since(paused) >= pause {
 			break // the pause ended during the check
 		}
-		if code != 200 || body != `{"sql":"ok","redis":"down","mode":"degraded"}` {
+		if code != 200 || body != `{"sql":"ok","redis":"down","etcd":"disabled","mode":"degraded"}` {
 			t.Fatalf("/readyz with %s paused = %d %s", addrs[1], code, body)
 		}
 		checked++
@@ -77,7 +77,7 @@ func TestMain_redisCluster_servesAndReadyzPingsEveryMaster(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		code, body := readyz(t, base)
-		if code == 200 && body == `{"sql":"ok","redis":"ok","mode":"normal"}` {
+		if code == 200 && body == `{"sql":"ok","redis":"ok","etcd":"disabled","mode":"normal"}` {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -146,7 +146,7 @@ func TestE2E_embedded_servesAndStopsOnSIGTERM(t *testing.T) {
 	if code, body := httpGet(t, base+"/healthz"); code != 200 || body != `{"status":"ok"}` {
 		t.Errorf("/healthz = %d %s", code, body)
 	}
-	if code, body := httpGet(t, base+"/readyz"); code != 200 || body != `{"sql":"ok","redis":"disabled","mode":"normal"}` {
+	if code, body := httpGet(t, base+"/readyz"); code != 200 || body != `{"sql":"ok","redis":"disabled","etcd":"disabled","mode":"normal"}` {
 		t.Errorf("/readyz = %d %s", code, body)
 	}
 	if code, body := httpGet(t, base+"/metrics"); code != 200 || !strings.Contains(body, "go_goroutines") {
@@ -182,7 +182,7 @@ func TestE2E_mysqlAndRedis_servesAndStopsOnSIGTERM(t *testing.T) {
 		"PROMPTD_DATA_DIR":      filepath.Join(t.TempDir(), "unused"),
 	})
 	base := "http://" + p.addr
-	if code, body := httpGet(t, base+"/readyz"); code != 200 || body != `{"sql":"ok","redis":"ok","mode":"normal"}` {
+	if code, body := httpGet(t, base+"/readyz"); code != 200 || body != `{"sql":"ok","redis":"ok","etcd":"disabled","mode":"normal"}` {
 		t.Errorf("/readyz = %d %s", code, body)
 	}
 	if code, _ := httpGet(t, base+"/metrics"); code != 401 {

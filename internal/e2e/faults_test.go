@@ -28,6 +28,9 @@ type faultCluster struct {
 	db         *testenv.MariaDB
 	redisProxy *toxiproxy.Proxy
 	dbProxy    *toxiproxy.Proxy
+	// On etcd (faults_etcd_test.go), redis and redisProxy are nil.
+	etcd    *testenv.EtcdCluster
+	etcdCut []*toxiproxy.Proxy // node 1's links to every member
 }
 
 func startFaultCluster(t *testing.T) *faultCluster {
@@ -88,7 +91,7 @@ func drop(t *testing.T, p *toxiproxy.Proxy, d time.Duration) {
 
 type fault struct {
 	name   string
-	redis  bool // a Redis-side fault: resolve availability must be 100 %
+	redis  bool // a lock-store-side fault (Redis or etcd): resolve availability must be 100 %
 	client bool // the lease client is paused: its late writes must meet stale_fence
 	inject func(t *testing.T, c *faultCluster, child *leaseClient)
 }
@@ -158,35 +161,55 @@ type faultRow struct {
 // env pointers linearizable (porcupine), resolve bounded-stale and
 // read-your-writes, no 500, resolve availability during the fault.
 func TestFaults(t *testing.T) {
-	rounds := 1 // scripts/faults.sh sets more
-	if v := os.Getenv("PROMPTD_FAULT_ROUNDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("PROMPTD_FAULT_ROUNDS=%q: want a positive integer", v)
-		}
-		rounds = n
-	}
+	rounds := faultRounds(t)
 	var rows []faultRow
 	for round := 1; round <= rounds; round++ {
 		for _, f := range faults {
 			if rounds > 1 {
 				f.name = fmt.Sprintf("%s, round %d", f.name, round)
 			}
-			runOne(t, f, &rows)
+			runOne(t, f, startFaultCluster, &rows)
 		}
 	}
-	table := faultTable(rows)
+	writeFaultReport(t, "MySQL + Redis", faultTable(rows))
+}
+
+// faultRounds is PROMPTD_FAULT_ROUNDS, 1 when unset (scripts/faults.sh
+// sets more).
+func faultRounds(t *testing.T) int {
+	v := os.Getenv("PROMPTD_FAULT_ROUNDS")
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("PROMPTD_FAULT_ROUNDS=%q: want a positive integer", v)
+	}
+	return n
+}
+
+// writeFaultReport logs table and appends it, under title, to the file
+// PROMPTD_FAULTS_REPORT names (scripts/test.sh prints it at the end).
+func writeFaultReport(t *testing.T, title, table string) {
 	t.Log("\n" + table)
-	if p := os.Getenv("PROMPTD_FAULTS_REPORT"); p != "" {
-		if err := os.WriteFile(p, []byte(table), 0o644); err != nil {
-			t.Error(err)
-		}
+	p := os.Getenv("PROMPTD_FAULTS_REPORT")
+	if p == "" {
+		return
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintf(f, "\n%s\n\n%s", title, table); err != nil {
+		t.Error(err)
 	}
 }
 
-func runOne(t *testing.T, f fault, rows *[]faultRow) {
+func runOne(t *testing.T, f fault, start func(*testing.T) *faultCluster, rows *[]faultRow) {
 	t.Run(f.name, func(t *testing.T) {
-		row := runFault(t, f)
+		row := runFault(t, f, start)
 		*rows = append(*rows, row)
 		if row.lost != 0 || row.stale != 0 || row.regress != 0 || !row.linOK || row.overBound != 0 || row.ryw != 0 || row.fivexx != 0 {
 			t.Errorf("%s: %+v", f.name, row)
@@ -219,8 +242,8 @@ func faultTable(rows []faultRow) string {
 	return b.String()
 }
 
-func runFault(t *testing.T, f fault) faultRow {
-	c := startFaultCluster(t)
+func runFault(t *testing.T, f fault, start func(*testing.T) *faultCluster) faultRow {
+	c := start(t)
 	a := c.nodes[0].URL
 	seed(t, a, "pub-0", "prod", 1)
 	seed(t, a, "ptr", "prod", 5)

@@ -296,7 +296,7 @@ export const audit: S["AuditList"] = {
   next: "41",
 };
 
-export const ready: S["Readiness"] = { sql: "ok", redis: "disabled", mode: "normal" };
+export const ready: S["Readiness"] = { sql: "ok", redis: "disabled", etcd: "disabled", mode: "normal" };
 
 // --- Problems ---------------------------------------------------------------------
 
