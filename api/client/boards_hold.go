@@ -36,9 +36,8 @@ type HeldClaim struct {
 	fence  int64
 	ttl    time.Duration
 	parent context.Context
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	done   chan struct{}
+	holding
+	done chan struct{}
 
 	mu  sync.Mutex
 	rec Record
@@ -70,20 +69,6 @@ func (c *Client) hold(ctx context.Context, board string, cl *Claim, sent time.Ti
 	h.ctx, h.cancel = context.WithCancelCause(ctx)
 	go h.keepalive(sent)
 	return h
-}
-
-// Context ends when the claim is lost or ended; context.Cause says why.
-func (h *HeldClaim) Context() context.Context { return h.ctx }
-
-// Done is closed when the claim is lost or ended.
-func (h *HeldClaim) Done() <-chan struct{} { return h.ctx.Done() }
-
-// Err is why the claim ended (nil while it is held).
-func (h *HeldClaim) Err() error {
-	if h.ctx.Err() == nil {
-		return nil
-	}
-	return context.Cause(h.ctx)
 }
 
 // Fence is the claim's fencing token.

@@ -43,13 +43,12 @@ type Held struct {
 	lease     SessionLease
 	ttl       time.Duration
 	parent    context.Context
-	ctx       context.Context
-	cancel    context.CancelCauseFunc
-	stop      chan struct{}
-	stopOnce  sync.Once
-	done      chan struct{}
-	relOnce   sync.Once
-	relErr    error
+	holding
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+	relOnce  sync.Once
+	relErr   error
 
 	mu        sync.Mutex
 	expiresAt time.Time
@@ -81,14 +80,21 @@ func (c *Client) HoldLease(ctx context.Context, sessionID, holder string, ttl ti
 	return h, nil
 }
 
-// Context ends when the lease is lost or released; context.Cause says why.
-func (h *Held) Context() context.Context { return h.ctx }
+// holding is what a held lease and a held claim share: a context that
+// ends, with its cause, when the hold is lost or ended.
+type holding struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
 
-// Done is closed when the lease is lost or released.
-func (h *Held) Done() <-chan struct{} { return h.ctx.Done() }
+// Context ends when the hold is lost or ended; context.Cause says why.
+func (h *holding) Context() context.Context { return h.ctx }
 
-// Err is why the lease ended (nil while it is held).
-func (h *Held) Err() error {
+// Done is closed when the hold is lost or ended.
+func (h *holding) Done() <-chan struct{} { return h.ctx.Done() }
+
+// Err is why the hold ended (nil while it is held).
+func (h *holding) Err() error {
 	if h.ctx.Err() == nil {
 		return nil
 	}
