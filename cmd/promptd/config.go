@@ -158,7 +158,7 @@ type Config struct {
 func loadConfig(getenv func(string) string) (Config, error) {
 	e := &envReader{getenv: getenv}
 	c := Config{
-		Addr:             e.str("PROMPTD_ADDR", "127.0.0.1:8080"),
+		Addr:             e.str("PROMPTD_ADDR", defaultAddr),
 		DataDir:          e.str("PROMPTD_DATA_DIR", "./data"),
 		MySQLDSN:         e.str("PROMPTD_MYSQL_DSN", ""),
 		RedisURL:         e.str("PROMPTD_REDIS_URL", ""),
