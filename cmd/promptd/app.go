@@ -175,6 +175,7 @@ func (m *Main) Open(ctx context.Context) error {
 			return audit.List(ctx, m.db, f)
 		},
 		ImportMaxBytes:  cfg.ImportMaxBytes,
+		BundleMaxBytes:  cfg.BundleMaxBytes,
 		Feed:            m.rt.Feed,
 		FeedMetrics:     feedMetrics,
 		StreamsPerToken: cfg.StreamsPerToken,
