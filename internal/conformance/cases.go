@@ -32,8 +32,8 @@ func one(versions map[int]string, pointer int, revoked []int, rel *bundle.Releas
 		Envs: map[string]bundle.Env{"prod": {Version: pointer, Revision: 3, Revoked: revoked, Release: rel}}}}}
 }
 
-// release is rel_1: baseline 1, candidate 2, at bp basis points.
-func release(id string, bp int, state, stickiness string, o *bundle.Overrides) *bundle.Release {
+// newRelease is a release of baseline 1 and candidate 2 at bp basis points.
+func newRelease(id string, bp int, state, stickiness string, o *bundle.Overrides) *bundle.Release {
 	if o == nil {
 		o = &bundle.Overrides{Candidate: []string{}, Baseline: []string{}}
 	}
@@ -113,7 +113,7 @@ func template(tmpl string) bundle.Bundle {
 
 // Cases are the vectors without their answers.
 func Cases() []Vector {
-	rel := func(bp int) *bundle.Release { return release("rel_1", bp, "running", "user", nil) }
+	rel := func(bp int) *bundle.Release { return newRelease("rel_1", bp, "running", "user", nil) }
 	ov := func(candidate, baseline []string) *bundle.Overrides {
 		return &bundle.Overrides{Candidate: candidate, Baseline: baseline}
 	}
@@ -145,21 +145,21 @@ func Cases() []Vector {
 		{Name: "release/bucket-below-basis-points", Bundle: one(twoVersions, 1, nil, rel(772)), Request: req(user("user-1"))},
 		{Name: "release/decimal-percent", Description: "1250 basis points: percent 12.5",
 			Bundle: one(twoVersions, 1, nil, rel(1250)), Request: req(user("user-1"))},
-		{Name: "release/paused-keeps-arms", Bundle: one(twoVersions, 1, nil, release("rel_1", 1000, "paused", "user", nil)), Request: req(user("user-1"))},
+		{Name: "release/paused-keeps-arms", Bundle: one(twoVersions, 1, nil, newRelease("rel_1", 1000, "paused", "user", nil)), Request: req(user("user-1"))},
 		{Name: "release/session-stickiness-without-session", Description: "session stickiness and no session: no key, the baseline",
-			Bundle: one(twoVersions, 1, nil, release("rel_7f3a", 10000, "running", "session", nil)), Request: req(user("user-1"))},
+			Bundle: one(twoVersions, 1, nil, newRelease("rel_7f3a", 10000, "running", "session", nil)), Request: req(user("user-1"))},
 		{Name: "release/session-stickiness-pinned", Description: "rel_7f3a:session-42 is bucket 6397 whatever the user",
-			Bundle: one(twoVersions, 1, nil, release("rel_7f3a", 7000, "running", "session", nil)), Request: req(session("session-42", 2, "user-1"))},
+			Bundle: one(twoVersions, 1, nil, newRelease("rel_7f3a", 7000, "running", "session", nil)), Request: req(session("session-42", 2, "user-1"))},
 
 		// Overrides: hashed "<release_id>:<key>", ahead of bucketing.
-		{Name: "override/candidate-at-0", Bundle: one(twoVersions, 1, nil, release("rel_1", 0, "running", "user", ov(hashes("rel_1", "user-2"), []string{}))),
+		{Name: "override/candidate-at-0", Bundle: one(twoVersions, 1, nil, newRelease("rel_1", 0, "running", "user", ov(hashes("rel_1", "user-2"), []string{}))),
 			Request: req(user("user-2")), Setup: overrides(OverrideIDs{Candidate: []string{"user-2"}})},
-		{Name: "override/baseline-at-100", Bundle: one(twoVersions, 1, nil, release("rel_1", 10000, "running", "user", ov([]string{}, hashes("rel_1", "user-1")))),
+		{Name: "override/baseline-at-100", Bundle: one(twoVersions, 1, nil, newRelease("rel_1", 10000, "running", "user", ov([]string{}, hashes("rel_1", "user-1")))),
 			Request: req(user("user-1")), Setup: overrides(OverrideIDs{Baseline: []string{"user-1"}})},
-		{Name: "override/others-bucket", Bundle: one(twoVersions, 1, nil, release("rel_1", 1000, "running", "user", ov(hashes("rel_1", "user-2"), hashes("rel_1", "bob")))),
+		{Name: "override/others-bucket", Bundle: one(twoVersions, 1, nil, newRelease("rel_1", 1000, "running", "user", ov(hashes("rel_1", "user-2"), hashes("rel_1", "bob")))),
 			Request: req(user("user-1")), Setup: overrides(OverrideIDs{Candidate: []string{"user-2"}, Baseline: []string{"bob"}})},
 		{Name: "override/revoked-candidate", Description: "an override onto a revoked candidate serves the baseline",
-			Bundle:  one(twoVersions, 1, []int{2}, release("rel_1", 0, "running", "user", ov(hashes("rel_1", "user-2"), []string{}))),
+			Bundle:  one(twoVersions, 1, []int{2}, newRelease("rel_1", 0, "running", "user", ov(hashes("rel_1", "user-2"), []string{}))),
 			Request: req(user("user-2")), Setup: overrides(OverrideIDs{Candidate: []string{"user-2"}})},
 
 		// Revocations.
