@@ -51,6 +51,11 @@ var writeOutcomes = map[string]bool{"revision_conflict": true, "stale_fence": tr
 // template, never the raw path, and carries the HTTP semantic
 // conventions' attributes plus the agent, env and session of the route.
 // It runs inside observe, so the request's log line carries its ids.
+//
+// Most requests are not sampled (1 % is a usual ratio), so the span is
+// started with nothing a standard sampler does not read, and its name and
+// attributes are built only when it records: an unsampled request costs
+// the span's start and its context, not its attributes (TestTracingOverhead).
 func (s *Server) trace(next echo.HandlerFunc) echo.HandlerFunc {
 	tracer := otel.Tracer("github.com/promptd/promptd/api")
 	prop := otel.GetTextMapPropagator()
@@ -60,11 +65,19 @@ func (s *Server) trace(next echo.HandlerFunc) echo.HandlerFunc {
 		if route == "" {
 			route = unmatched
 		}
-		ctx := prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := tracer.Start(ctx, r.Method+" "+route, trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", route),
-				attribute.String("url.scheme", scheme(r))))
+		ctx := r.Context()
+		if _, ok := r.Header[headerTraceparent]; ok { // Header.Get would canonicalize (allocate) the name every request
+			ctx = prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
+		}
+		ctx, span := tracer.Start(ctx, route, serverKind)
 		defer span.End()
+		c.SetRequest(r.WithContext(ctx))
+		if !span.IsRecording() {
+			return next(c)
+		}
+		span.SetName(r.Method + " " + route)
+		span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", route),
+			attribute.String("url.scheme", scheme(r)))
 		if v := c.Param("agent"); v != "" {
 			span.SetAttributes(attrAgent.String(v))
 		}
@@ -74,7 +87,6 @@ func (s *Server) trace(next echo.HandlerFunc) echo.HandlerFunc {
 		if v := c.Param("id"); v != "" && len(route) > len("/v1/sessions/") && route[:len("/v1/sessions/")] == "/v1/sessions/" {
 			span.SetAttributes(attrSessionID.String(v))
 		}
-		c.SetRequest(r.WithContext(ctx))
 		err := next(c)
 		status, code := c.Response().Status, ""
 		if err != nil {
@@ -99,6 +111,12 @@ func (s *Server) trace(next echo.HandlerFunc) echo.HandlerFunc {
 		return err
 	}
 }
+
+// headerTraceparent is W3C's traceparent as net/http keys it.
+var headerTraceparent = http.CanonicalHeaderKey("traceparent")
+
+// serverKind is the server spans' start option, built once.
+var serverKind = trace.WithSpanKind(trace.SpanKindServer)
 
 func scheme(r *http.Request) string {
 	if r.TLS != nil {
