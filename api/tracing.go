@@ -69,7 +69,7 @@ func (s *Server) trace(next echo.HandlerFunc) echo.HandlerFunc {
 		if _, ok := r.Header[headerTraceparent]; ok { // Header.Get would canonicalize (allocate) the name every request
 			ctx = prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
 		}
-		ctx, span := tracer.Start(ctx, route, serverKind)
+		ctx, span := tracer.Start(ctx, route, serverStart...)
 		defer span.End()
 		c.SetRequest(r.WithContext(ctx))
 		if !span.IsRecording() {
@@ -115,8 +115,9 @@ func (s *Server) trace(next echo.HandlerFunc) echo.HandlerFunc {
 // headerTraceparent is W3C's traceparent as net/http keys it.
 var headerTraceparent = http.CanonicalHeaderKey("traceparent")
 
-// serverKind is the server spans' start option, built once.
-var serverKind = trace.WithSpanKind(trace.SpanKindServer)
+// serverStart are the server spans' start options, built once (a slice
+// built per call escapes: an allocation per request).
+var serverStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 
 func scheme(r *http.Request) string {
 	if r.TLS != nil {

@@ -104,9 +104,9 @@ func overheadServerB(t testing.TB, m *overheadMode) http.Handler {
 // OTEL_* variable, what cmd/promptd runs), with the parent-based sampler
 // at 1 % and at 100 % (batch processor, a discarding exporter), the modes
 // alternated in rounds in one run; it reports each mode's median requests
-// per second and the process's CPU time per request (less sensitive to
-// the other work of a shared machine; its ratio is the capacity's), each
-// with its ratio to no OpenTelemetry. Targets (issue 18): off
+// per second and the process's CPU time per request, median and best
+// round (less sensitive to the other work of a shared machine; its ratio
+// is the capacity's), each with its ratio to no OpenTelemetry. Targets (issue 18): off
 // >= 0.98x, 1 % >= 0.95x. It runs only when asked (it is a measurement,
 // not a check; a shared machine's noise is its error):
 //
@@ -182,8 +182,17 @@ func TestTracingOverhead(t *testing.T) {
 		return res.StatusCode
 	}
 	direct := func(m *overheadMode, method, path, body string) int {
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		r := httptest.NewRequest(method, path, rd) // not req: its 60 s timer per request would pile up
+		r.Header.Set("Authorization", "Bearer "+runtime)
+		if body != "" {
+			r.Header.Set("Content-Type", "application/json")
+		}
 		w := &discard{h: http.Header{}}
-		m.h.ServeHTTP(w, req(method, path, runtime, body))
+		m.h.ServeHTTP(w, r)
 		return w.status
 	}
 	resolve := func(send func(*overheadMode, string, string, string) int) func(*overheadMode, *atomic.Bool) int {
@@ -254,13 +263,46 @@ func TestTracingOverhead(t *testing.T) {
 	}
 	var out strings.Builder
 	fmt.Fprintf(&out, "%d rounds x %s bursts, %d workers, SQLite\n", rounds, burst, workers)
-	fmt.Fprintf(&out, "%-15s %-8s %10s %8s %12s %8s\n", "workload", "mode", "req/s", "ratio", "cpu µs/req", "ratio")
+	fmt.Fprintf(&out, "%-15s %-8s %10s %8s %12s %8s %12s %8s\n", "workload", "mode", "req/s", "ratio", "cpu µs/req", "ratio",
+		"best cpu", "ratio")
 	for _, l := range loads {
-		base, cbase := median(rps[l.name+"/"+none.name]), median(cpuPer[l.name+"/"+none.name])
+		k := l.name + "/" + none.name
+		base, cbase, bbase := median(rps[k]), median(cpuPer[k]), slices.Min(cpuPer[k])
 		for _, m := range modes {
-			v, c := median(rps[l.name+"/"+m.name]), median(cpuPer[l.name+"/"+m.name])
-			fmt.Fprintf(&out, "%-15s %-8s %10.0f %7.3fx %12.1f %7.3fx\n", l.name, m.name, v, v/base, c, cbase/c)
+			k := l.name + "/" + m.name
+			v, c, b := median(rps[k]), median(cpuPer[k]), slices.Min(cpuPer[k])
+			fmt.Fprintf(&out, "%-15s %-8s %10.0f %7.3fx %12.1f %7.3fx %12.1f %7.3fx\n", l.name, m.name, v, v/base, c, cbase/c, b, bbase/b)
 		}
 	}
 	t.Log("\n" + out.String())
+}
+
+// TestTracing_unsampledResolve_costsFewAllocations: with the parent-based
+// sampler at 1 %, a resolve that is not sampled allocates at most 6 more
+// times than with no OpenTelemetry (the span, its context, the request's
+// copy): its name and attributes are built only for a sampled span. (41
+// against 25 before: 16 more, a third of the resolve's cost in the handler.)
+func TestTracing_unsampledResolve_costsFewAllocations(t *testing.T) {
+	t.Cleanup(telemetry.Uninstall)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())), sdktrace.WithBatcher(discardSpans{}))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	allocs := map[string]float64{}
+	for _, m := range []*overheadMode{{name: "none"}, {name: "unsampled", tp: tp}} {
+		h := overheadServer(t, m)
+		m.install()
+		w := &discard{h: http.Header{}}
+		allocs[m.name] = testing.AllocsPerRun(2000, func() {
+			r := httptest.NewRequest("GET", "/v1/agents/support/envs/prod/prompt", nil)
+			r.Header.Set("Authorization", "Bearer "+runtime)
+			clear(w.h)
+			h.ServeHTTP(w, r)
+			if w.status != 200 {
+				t.Fatalf("resolve: %d", w.status)
+			}
+		})
+	}
+	t.Logf("allocations per resolve: %v", allocs)
+	if extra := allocs["unsampled"] - allocs["none"]; extra > 6 {
+		t.Fatalf("an unsampled resolve allocates %.0f times more than with no OpenTelemetry (%v), want at most 6", extra, allocs)
+	}
 }
