@@ -283,8 +283,9 @@ func TestTracingOverhead(t *testing.T) {
 // copy): its name and attributes are built only for a sampled span. (41
 // against 25 before: 16 more, a third of the resolve's cost in the handler.)
 func TestTracing_unsampledResolve_costsFewAllocations(t *testing.T) {
+	bound := 6.0
 	if raceDetector {
-		t.Skip("the race detector adds allocations; run without -race: go test -run TestTracing_unsampledResolve ./api/")
+		bound = 12 // the race detector adds its own (7 to 11 measured; 18 before)
 	}
 	t.Cleanup(telemetry.Uninstall)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())), sdktrace.WithBatcher(discardSpans{}))
@@ -305,7 +306,7 @@ func TestTracing_unsampledResolve_costsFewAllocations(t *testing.T) {
 		})
 	}
 	t.Logf("allocations per resolve: %v", allocs)
-	if extra := allocs["unsampled"] - allocs["none"]; extra > 6 {
-		t.Fatalf("an unsampled resolve allocates %.0f times more than with no OpenTelemetry (%v), want at most 6", extra, allocs)
+	if extra := allocs["unsampled"] - allocs["none"]; extra > bound {
+		t.Fatalf("an unsampled resolve allocates %.0f times more than with no OpenTelemetry (%v), want at most %.0f", extra, allocs, bound)
 	}
 }
