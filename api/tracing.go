@@ -56,9 +56,10 @@ var writeOutcomes = map[string]bool{"revision_conflict": true, "stale_fence": tr
 // started with nothing a standard sampler does not read, and its name and
 // attributes are built only when it records: an unsampled request costs
 // the span's start and its context, not its attributes (TestTracingOverhead).
+//
+// Echo applies its middleware to every request (trace(next) runs per
+// request), so the tracer is a package variable, not taken here.
 func (s *Server) trace(next echo.HandlerFunc) echo.HandlerFunc {
-	tracer := otel.Tracer("github.com/promptd/promptd/api")
-	prop := otel.GetTextMapPropagator()
 	return func(c echo.Context) error {
 		r := c.Request()
 		route := c.Path()
@@ -67,9 +68,9 @@ func (s *Server) trace(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		ctx := r.Context()
 		if _, ok := r.Header[headerTraceparent]; ok { // Header.Get would canonicalize (allocate) the name every request
-			ctx = prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
+			ctx = otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(r.Header))
 		}
-		ctx, span := tracer.Start(ctx, route, serverStart...)
+		ctx, span := apiTracer.Start(ctx, route, serverStart...)
 		defer span.End()
 		c.SetRequest(r.WithContext(ctx))
 		if !span.IsRecording() {
@@ -111,6 +112,10 @@ func (s *Server) trace(next echo.HandlerFunc) echo.HandlerFunc {
 		return err
 	}
 }
+
+// apiTracer starts the server and send spans (telemetry's switch provider
+// forwards it to whichever provider is installed).
+var apiTracer = otel.Tracer("github.com/promptd/promptd/api")
 
 // headerTraceparent is W3C's traceparent as net/http keys it.
 var headerTraceparent = http.CanonicalHeaderKey("traceparent")
@@ -167,12 +172,10 @@ func sendSpan(ctx context.Context, evs []audit.Stamped) trace.Span {
 			links = append(links, l)
 		}
 	}
-	_, span := streamTracer.Start(ctx, "events.send", trace.WithSpanKind(trace.SpanKindProducer), trace.WithLinks(links...),
+	_, span := apiTracer.Start(ctx, "events.send", trace.WithSpanKind(trace.SpanKindProducer), trace.WithLinks(links...),
 		trace.WithAttributes(attribute.Int("promptd.event.count", len(evs)), attribute.Int64("promptd.event.seq", evs[len(evs)-1].Seq)))
 	return span
 }
-
-var streamTracer = otel.Tracer("github.com/promptd/promptd/api")
 
 // endSend ends a send's span; err is the write's (the subscriber is dropped).
 func endSend(span trace.Span, err error) {

@@ -278,14 +278,16 @@ func TestTracingOverhead(t *testing.T) {
 }
 
 // TestTracing_unsampledResolve_costsFewAllocations: with the parent-based
-// sampler at 1 %, a resolve that is not sampled allocates at most 6 more
+// sampler at 1 %, a resolve that is not sampled allocates at most 4 more
 // times than with no OpenTelemetry (the span, its context, the request's
-// copy): its name and attributes are built only for a sampled span. (41
-// against 25 before: 16 more, a third of the resolve's cost in the handler.)
+// copy): its name and attributes are built only for a sampled span, and
+// the tracer is not taken again per request (Echo builds the middleware
+// chain per request). 41 against 25 before: 16 more, a third of the
+// resolve's cost in the handler.
 func TestTracing_unsampledResolve_costsFewAllocations(t *testing.T) {
-	bound := 6.0
+	bound := 4.0
 	if raceDetector {
-		bound = 12 // the race detector adds its own (7 to 11 measured; 18 before)
+		bound = 8 // the race detector adds its own (5 measured; 18 before)
 	}
 	t.Cleanup(telemetry.Uninstall)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())), sdktrace.WithBatcher(discardSpans{}))
