@@ -1,0 +1,323 @@
+"""Local evaluation: resolve and assemble from a bundle (GET /v1/bundle)
+with exactly the server's rules (API.md, "Resolving and assembling",
+"Chat templates and provider-shaped output", "Bundles and local
+evaluation"). Pure functions, no I/O; LocalPrompts keeps the bundle current.
+
+* bucket = murmur3_x86_32(utf8("<release_id>:<key>"), seed 0) mod 10000;
+  key = user_id, or session_id for session stickiness or without user_id;
+  neither: baseline, bucket None.
+* overrides: hex sha256 of "<release_id>:<key>" on the candidate or
+  baseline list decide before the bucket (reason "override").
+* a candidate revoked in the env serves the baseline.
+* a session pin is served (reason "pinned" while a release is active)
+  unless revoked or unknown to the bundle: then :class:`AskServer`.
+* templates: ``{{name}}`` / ``{{ name }}``, one pass; a ``{{`` that starts
+  no placeholder is literal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence, Union
+
+from .errors import CODES, PromptdError
+
+__all__ = ["murmur3_32", "bucket", "override_id", "render", "resolve", "assemble", "AskServer", "Resolution"]
+
+_C1, _C2, _M32 = 0xCC9E2D51, 0x1B873593, 0xFFFFFFFF
+
+
+def murmur3_32(data: bytes, seed: int = 0) -> int:
+    """MurmurHash3 x86_32."""
+    h = seed & _M32
+    n = len(data)
+    end = n - n % 4
+    for i in range(0, end, 4):
+        k = data[i] | data[i + 1] << 8 | data[i + 2] << 16 | data[i + 3] << 24
+        k = (k * _C1) & _M32
+        k = ((k << 15) | (k >> 17)) & _M32
+        k = (k * _C2) & _M32
+        h ^= k
+        h = ((h << 13) | (h >> 19)) & _M32
+        h = (h * 5 + 0xE6546B64) & _M32
+    k = 0
+    tail = n & 3
+    if tail == 3:
+        k ^= data[end + 2] << 16
+    if tail >= 2:
+        k ^= data[end + 1] << 8
+    if tail >= 1:
+        k ^= data[end]
+        k = (k * _C1) & _M32
+        k = ((k << 15) | (k >> 17)) & _M32
+        k = (k * _C2) & _M32
+        h ^= k
+    h ^= n
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & _M32
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & _M32
+    h ^= h >> 16
+    return h
+
+
+def bucket(release_id: str, key: str) -> int:
+    return murmur3_32(f"{release_id}:{key}".encode()) % 10000
+
+
+def override_id(release_id: str, key: str) -> str:
+    return hashlib.sha256(f"{release_id}:{key}".encode()).hexdigest()
+
+
+_PLACEHOLDER = re.compile(r"\{\{[ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*\}\}")
+
+
+def render(s: str, variables: Mapping[str, str]) -> str:
+    """One pass: a substituted value is never expanded again."""
+    if "{{" not in s:
+        return s
+    return _PLACEHOLDER.sub(lambda m: variables.get(m.group(1), ""), s)
+
+
+def _err(code: str, status: int, detail: str, **fields: Any) -> PromptdError:
+    cls = CODES.get(code, PromptdError)
+    return cls(status, code, detail, fields)
+
+
+_IDENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
+
+
+def _check_ident(field: str, v: str) -> None:
+    if not _IDENT.match(v):
+        raise _err("invalid_id", 400, f"{field} must be 1..128 chars of [A-Za-z0-9._-]", field=field)
+
+
+def _check_opaque(field: str, v: str) -> None:
+    if not v or len(v.encode()) > 256 or not v.isprintable():
+        raise _err("invalid_id", 400, f"{field} must be 1..256 bytes of printable UTF-8", field=field)
+
+
+class AskServer(Exception):
+    """Local evaluation cannot answer (a session pin revoked or unknown to
+    the bundle: the re-pin is a server write); ask promptd."""
+
+
+@dataclass(frozen=True)
+class Resolution:
+    agent: str
+    env: str
+    version: int
+    content_hash: str
+    config: Mapping[str, Any]
+    release: Optional[dict[str, Any]]  # the trace, as the server writes it
+    pinned: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": self.version, "content_hash": self.content_hash, "release": self.release,
+                "pinned": self.pinned}
+
+
+def _percent(bp: int) -> Union[int, float]:
+    return bp // 100 if bp % 100 == 0 else float(f"{bp // 100}.{bp % 100:02d}")
+
+
+_ACTIVE = ("running", "paused")
+
+
+def _decide(rel: Mapping[str, Any], revoked: Sequence[int], user_id: Optional[str],
+            session_id: Optional[str]) -> tuple[int, dict[str, Any]]:
+    rid = str(rel["id"])
+    bp = int(rel.get("basis_points") or 0)
+    trace: dict[str, Any] = {"id": rid, "arm": "baseline", "bucket": None, "percent": _percent(bp),
+                             "reason": "bucket"}
+    key = session_id if rel.get("stickiness") == "session" or not user_id else user_id
+    if key:
+        b = bucket(rid, key)
+        trace["bucket"] = b
+        ov = rel.get("overrides") or {}
+        oid = None
+        if ov.get("candidate") or ov.get("baseline"):
+            oid = override_id(rid, key)
+        if oid is not None and oid in _lower(ov.get("candidate")):
+            trace["arm"], trace["reason"] = "candidate", "override"
+        elif oid is not None and oid in _lower(ov.get("baseline")):
+            trace["arm"], trace["reason"] = "baseline", "override"
+        elif b < bp:
+            trace["arm"] = "candidate"
+    version = int(rel["baseline_version"])
+    if trace["arm"] == "candidate":
+        if int(rel["candidate_version"]) in revoked:
+            trace["arm"] = "baseline"
+        else:
+            version = int(rel["candidate_version"])
+    return version, trace
+
+
+def _lower(ids: Any) -> frozenset[str]:
+    if isinstance(ids, frozenset):
+        return ids
+    return frozenset(str(i).lower() for i in ids or ())
+
+
+def resolve(bundle: Mapping[str, Any], agent: str, env: str, user_id: Optional[str] = None,
+            session_id: Optional[str] = None, pinned_version: Optional[int] = None) -> Resolution:
+    """The version this caller gets. ``pinned_version`` is the session's pin
+    (the session's own user_id must be passed as ``user_id``)."""
+    _check_ident("agent", agent)
+    _check_ident("env", env)
+    if user_id is not None:
+        _check_opaque("user_id", user_id)
+    if session_id is not None:
+        _check_ident("session_id", session_id)
+    a = (bundle.get("agents") or {}).get(agent)
+    if a is None:
+        raise _err("agent_not_found", 404, f"no agent {agent}")
+    e = (a.get("envs") or {}).get(env)
+    if e is None:
+        raise _err("no_pointer", 409, "the env has no pointer yet: no version was published to it")
+    revoked = [int(v) for v in e.get("revoked") or ()]
+    rel = e.get("release")
+    if rel is not None and rel.get("state") not in _ACTIVE:
+        rel = None
+    versions = a.get("versions") or {}
+    pinned = False
+    if pinned_version is not None:
+        if pinned_version in revoked or str(pinned_version) not in versions:
+            raise AskServer(f"session {session_id}: pinned version {pinned_version} is revoked or unknown")
+        version, pinned = pinned_version, True
+        trace: Optional[dict[str, Any]] = None
+        if rel is not None:
+            _, decided = _decide(rel, revoked, user_id, session_id)
+            if version in (int(rel["candidate_version"]), int(rel["baseline_version"])):
+                decided["reason"] = "pinned"
+                decided["arm"] = "candidate" if version == int(rel["candidate_version"]) else "baseline"
+                trace = decided
+    elif rel is not None:
+        version, trace = _decide(rel, revoked, user_id, session_id)
+    else:
+        version, trace = int(e["version"]), None
+    snap = versions.get(str(version))
+    if snap is None:
+        raise AskServer(f"version {version} of {agent} is not in the bundle")
+    return Resolution(agent=agent, env=env, version=version, content_hash=str(snap.get("content_hash", "")),
+                      config=snap.get("config") or {}, release=trace, pinned=pinned)
+
+
+def bind(config: Mapping[str, Any], variables: Optional[Mapping[str, Any]]) -> dict[str, str]:
+    """Values must be strings; a required variable without one is missing;
+    defaults fill the rest; undeclared extras are ignored."""
+    given = variables or {}
+    out: dict[str, str] = {}
+    decls = config.get("variables") or {}
+    for name in sorted(decls):
+        decl = decls[name] or {}
+        v = given.get(name)
+        if v is not None:
+            if not isinstance(v, str):
+                raise _err("invalid_variable", 422, f"variable {name} must be a string", variable=name,
+                           field=f"variables.{name}")
+            out[name] = v
+        elif isinstance(decl.get("default"), str):
+            out[name] = decl["default"]
+        elif decl.get("required"):
+            raise _err("missing_variable", 422, f"required variable {name} is missing", variable=name,
+                       field=f"variables.{name}")
+    return out
+
+
+def system_message(config: Mapping[str, Any], v: Mapping[str, str]) -> str:
+    parts = [render(str(config.get("system", "")), v)]
+    skills = config.get("skills") or []
+    if skills:
+        parts.append("\n\n# Skills")
+        for s in skills:
+            parts.append("\n\n## " + str(s.get("name", "")) + "\n" + render(str(s.get("instructions", "")), v))
+    memory = config.get("memory") or []
+    if memory:
+        parts.append("\n\n# Memory")
+        for m in memory:
+            parts.append("\n- " + render(str(m), v))
+    return "".join(parts)
+
+
+def history_message(turn: Mapping[str, Any]) -> dict[str, Any]:
+    """A session turn as an assembled message: role, content, and name,
+    tool_call_id, tool_calls when set."""
+    out: dict[str, Any] = {"role": turn.get("role"), "content": turn.get("content")}
+    for k in ("name", "tool_call_id"):
+        if turn.get(k):
+            out[k] = turn[k]
+    if turn.get("tool_calls") is not None:
+        out["tool_calls"] = turn["tool_calls"]
+    return out
+
+
+DEFAULT_MAX_HISTORY_TURNS = 1000
+
+
+def cut_history(turns: Sequence[Mapping[str, Any]], max_turns: int) -> list[Mapping[str, Any]]:
+    """The newest ``max_turns``; when that may have left older turns out,
+    leading tool turns are dropped too (never separating tool answers from
+    the assistant turn with tool_calls)."""
+    if max_turns <= 0 or len(turns) < max_turns:
+        return list(turns)
+    out = list(turns[len(turns) - max_turns:])
+    while out and out[0].get("role") == "tool":
+        out.pop(0)
+    return out
+
+
+_RESERVED_MODEL_KEYS = ("messages", "model", "stream", "tools")
+
+
+def assemble(bundle: Mapping[str, Any], agent: str, env: str, variables: Optional[Mapping[str, Any]] = None,
+             user_id: Optional[str] = None, session_id: Optional[str] = None,
+             pinned_version: Optional[int] = None, history: Optional[Sequence[Mapping[str, Any]]] = None,
+             max_history_turns: Optional[int] = None, format: str = "plain",
+             resolution: Optional[Resolution] = None) -> dict[str, Any]:
+    """The assemble answer body (plain) or the Chat Completions request
+    body (openai), as the server would answer it."""
+    if format not in ("plain", "openai"):
+        raise _err("invalid_field", 400, "format must be plain or openai", field="format")
+    res = resolution or resolve(bundle, agent, env, user_id, session_id, pinned_version)
+    return assemble_resolved(res, variables, history, max_history_turns, format)
+
+
+def assemble_resolved(res: Resolution, variables: Optional[Mapping[str, Any]],
+                      history: Optional[Sequence[Mapping[str, Any]]], max_history_turns: Optional[int],
+                      format: str) -> dict[str, Any]:
+    cfg = res.config
+    v = bind(cfg, variables)
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system_message(cfg, v)}]
+    for m in cfg.get("messages") or []:
+        messages.append({"role": m.get("role"), "content": render(str(m.get("content", "")), v)})
+    if history:
+        cut = cut_history(history, max_history_turns or DEFAULT_MAX_HISTORY_TURNS)
+        messages.extend(history_message(t) for t in cut)
+    tools = list(cfg.get("tools") or [])
+    model = cfg.get("model")
+    if format == "openai":
+        return _openai(model, messages, tools)
+    return {"version": res.version, "content_hash": res.content_hash, "messages": messages, "tools": tools,
+            "model": model, "release": res.release, "pinned": res.pinned}
+
+
+def _openai(model: Any, messages: list[dict[str, Any]], tools: list[Any]) -> dict[str, Any]:
+    m = model if isinstance(model, Mapping) else {}
+    name = m.get("name")
+    if not isinstance(name, str) or not name:
+        raise _err("invalid_config", 422, "the openai format needs model.name, a non-empty string",
+                   field="config.model.name")
+    for k in _RESERVED_MODEL_KEYS:
+        if k in m:
+            raise _err("invalid_config", 422, f"model may not set {k} in the openai format", field=f"config.model.{k}")
+    body: dict[str, Any] = {"model": name}
+    for k in sorted(m):
+        if k != "name":
+            body[k] = m[k]
+    body["messages"] = messages
+    if tools:
+        body["tools"] = tools
+    return body
