@@ -165,8 +165,8 @@ def test_localPrompts_sessions_pinnedLocally_revokedPinAskedOfPromptd(with_bundl
         c.set_env(agent, "prod", v2, 1)
         with promptd.LocalPrompts(rt, agents=[agent], flush_interval=3600) as lp:
             r = lp.resolve(agent, "prod", session_id=s.session_id)
-            assert r.version == 1 and r.pinned  # the pin, learned once
-            assert lp.stats.server_resolves == 0
+            assert r.version == 1 and r.pinned  # the pin and its version, read once
+            assert lp.stats.server_resolves == 0 and lp.resolve(agent, "prod", session_id=s.session_id) == r
             c.revoke(agent, "prod", 1, "bad")
             assert wait_for(lambda: 1 in lp.core.bundle["agents"][agent]["envs"]["prod"]["revoked"], 3)
             r = lp.resolve(agent, "prod", session_id=s.session_id)
@@ -176,6 +176,9 @@ def test_localPrompts_sessions_pinnedLocally_revokedPinAskedOfPromptd(with_bundl
 
 
 def test_exposures_afterLocalResolves_theServerCountsEqualWhatWasResolved(with_bundle: Promptd) -> None:
+    # TEMPORARY until POST /v1/exposures lands on main (the "data" merge).
+    if httpx.post(with_bundle.url + "/v1/exposures", headers={"Authorization": f"Bearer {RUNTIME}"}).status_code == 404:
+        pytest.skip("this promptd has no POST /v1/exposures yet")
     agent = uid()
     n = 3333
     with admin(with_bundle) as c, promptd.Client(with_bundle.url, RUNTIME, retry=FAST) as rt:

@@ -53,6 +53,7 @@ class Core:
         self.etag: Optional[str] = None
         self.cursor = 0
         self.pins: dict[str, Pin] = {}
+        self.versions: dict[tuple[str, int], dict[str, Any]] = {}  # pinned versions the bundle leaves out
         self.exposures = Exposures()
         self.applied = 0  # bundles applied (tests and figures)
         self.from_disk = False
@@ -88,6 +89,18 @@ class Core:
                 del self.pins[sid]
         return True
 
+    def missing_pin(self, session_id: str) -> Optional[tuple[str, int]]:
+        """The (agent, version) of a known, unrevoked pin that neither the
+        bundle nor the versions read apart hold."""
+        pin = self.pins.get(session_id)
+        if pin is None or self.bundle is None or (pin.agent, pin.version) in self.versions:
+            return None
+        a = (self.bundle.get("agents") or {}).get(pin.agent) or {}
+        e = (a.get("envs") or {}).get(pin.env)
+        if e is None or pin.version in (e.get("revoked") or ()) or str(pin.version) in (a.get("versions") or {}):
+            return None
+        return pin.agent, pin.version
+
     def learn(self, s: Session) -> Optional[Pin]:
         if s.state != "open" or s.pinned_version is None:
             return None
@@ -106,7 +119,7 @@ class Core:
             if pin is None or pin.agent != agent or pin.env != env:
                 raise evaluate.AskServer(f"session {session_id} is not known locally")
             pinned, user_id = pin.version, pin.user_id
-        res = evaluate.resolve(self.bundle, agent, env, user_id, session_id, pinned)
+        res = evaluate.resolve(self.bundle, agent, env, user_id, session_id, pinned, self.versions)
         self.exposures.count(res)
         return res
 

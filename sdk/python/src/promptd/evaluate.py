@@ -162,9 +162,12 @@ def _lower(ids: Any) -> frozenset[str]:
 
 
 def resolve(bundle: Mapping[str, Any], agent: str, env: str, user_id: Optional[str] = None,
-            session_id: Optional[str] = None, pinned_version: Optional[int] = None) -> Resolution:
+            session_id: Optional[str] = None, pinned_version: Optional[int] = None,
+            extra_versions: Optional[Mapping[tuple[str, int], Mapping[str, Any]]] = None) -> Resolution:
     """The version this caller gets. ``pinned_version`` is the session's pin
-    (the session's own user_id must be passed as ``user_id``)."""
+    (the session's own user_id must be passed as ``user_id``).
+    ``extra_versions`` holds versions read apart from the bundle (versions
+    never change), for pins the bundle does not name."""
     _check_ident("agent", agent)
     _check_ident("env", env)
     if user_id is not None:
@@ -182,6 +185,10 @@ def resolve(bundle: Mapping[str, Any], agent: str, env: str, user_id: Optional[s
     if rel is not None and rel.get("state") not in _ACTIVE:
         rel = None
     versions = a.get("versions") or {}
+    if extra_versions and pinned_version is not None and str(pinned_version) not in versions:
+        extra = extra_versions.get((agent, pinned_version))
+        if extra is not None:
+            versions = {**versions, str(pinned_version): extra}
     pinned = False
     if pinned_version is not None:
         if pinned_version in revoked or str(pinned_version) not in versions:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import socket
 import threading
 from typing import Any, Mapping, Optional, Sequence
 
@@ -53,6 +54,20 @@ def _stream_request(core: Core, last_id: Optional[str]) -> tuple[dict[str, str],
     since = max(core.cursor, int(last_id) if last_id and last_id.isdigit() else 0)
     return ({"since": str(since), "actions": ACTIONS},
             {"Accept": "text/event-stream", "Last-Event-ID": str(since)})
+
+
+def _interrupt(resp: Optional[httpx.Response]) -> None:
+    """Wake a thread blocked reading the stream: shut its socket down (a
+    close from another thread would not interrupt the read)."""
+    if resp is None:
+        return
+    ns = resp.extensions.get("network_stream")
+    sock = ns.get_extra_info("socket") if ns is not None else None
+    if isinstance(sock, socket.socket):
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
 
 def _drop(err: PromptdError) -> bool:
@@ -136,13 +151,18 @@ class LocalPrompts:
             return res, resolved(res)
         except AskServer:
             pass
-        if session_id is not None and session_id not in self.core.pins:
-            if self.core.learn(self.client.get_session(session_id, limit=1)) is not None:
-                try:
-                    res = self.core.resolve(agent, env, user_id, session_id)
-                    return res, resolved(res)
-                except AskServer:
-                    pass
+        if session_id is not None:
+            if session_id not in self.core.pins:
+                self.core.learn(self.client.get_session(session_id, limit=1))
+            missing = self.core.missing_pin(session_id)
+            if missing is not None:  # a version never changes: read it once
+                v = self.client.get_version(*missing)
+                self.core.versions[missing] = {"content_hash": v.content_hash, "config": v.config}
+            try:
+                res = self.core.resolve(agent, env, user_id, session_id)
+                return res, resolved(res)
+            except AskServer:
+                pass
         self.stats.server_resolves += 1
         r = self.client.resolve(agent, env, user_id, session_id)
         pin = self.core.pins.get(session_id or "")
@@ -234,12 +254,7 @@ class LocalPrompts:
     def close(self) -> None:
         """Stop the watcher and flush the exposures."""
         self._stop.set()
-        resp = self._resp
-        if resp is not None:
-            try:
-                resp.close()
-            except Exception:
-                pass
+        _interrupt(self._resp)
         for t in self._threads:
             t.join(timeout=5)
         self._threads = []
@@ -305,13 +320,18 @@ class AsyncLocalPrompts:
             return res, resolved(res)
         except AskServer:
             pass
-        if session_id is not None and session_id not in self.core.pins:
-            if self.core.learn(await self.client.get_session(session_id, limit=1)) is not None:
-                try:
-                    res = self.core.resolve(agent, env, user_id, session_id)
-                    return res, resolved(res)
-                except AskServer:
-                    pass
+        if session_id is not None:
+            if session_id not in self.core.pins:
+                self.core.learn(await self.client.get_session(session_id, limit=1))
+            missing = self.core.missing_pin(session_id)
+            if missing is not None:  # a version never changes: read it once
+                v = await self.client.get_version(*missing)
+                self.core.versions[missing] = {"content_hash": v.content_hash, "config": v.config}
+            try:
+                res = self.core.resolve(agent, env, user_id, session_id)
+                return res, resolved(res)
+            except AskServer:
+                pass
         self.stats.server_resolves += 1
         r = await self.client.resolve(agent, env, user_id, session_id)
         pin = self.core.pins.get(session_id or "")
