@@ -205,29 +205,37 @@ def mysql_db() -> Iterator[str]:
         _mysql(dsn, f"DROP DATABASE IF EXISTS `{name}`")
 
 
+def report(name: str, f: Callable[[], Any]) -> None:
+    try:
+        print(name, f(), flush=True)
+    except Exception as err:  # a figure that cannot be measured says why
+        print(name, "FAILED:", repr(err), flush=True)
+
+
 def main() -> None:
     changes = int(sys.argv[1]) if len(sys.argv) > 1 else 30
     tmp = Path(tempfile.mkdtemp(prefix="promptd-pybench-"))
     server = start_promptd(tmp)
     try:
-        print("(a) per call:", {k: round(v, 2) for k, v in figure_a(server).items()})
-        print("(d) exposures:", figure_d(server))
+        report("(a) per call:", lambda: {k: round(v, 2) for k, v in figure_a(server).items()})
+        report("(d) exposures:", lambda: figure_d(server))
     finally:
         server.kill()
-    print("(c) promptd stopped:", figure_c(tmp))
-    if os.environ.get("PROMPTD_TEST_MYSQL_DSN") and os.environ.get("PROMPTD_TEST_REDIS_URL"):
-        gen = mysql_db()
-        dsn = next(gen)
-        a, b = cluster(tmp, dsn, os.environ["PROMPTD_TEST_REDIS_URL"])
-        try:
-            for k, v in figure_b(a, b, changes).items():
-                print(f"(b) {k} A -> LocalPrompts on B:", {x: round(y, 1) for x, y in v.items()})
-        finally:
-            a.kill()
-            b.kill()
-            gen.close()
-    else:
+    report("(c) promptd stopped:", lambda: figure_c(tmp))
+    if not (os.environ.get("PROMPTD_TEST_MYSQL_DSN") and os.environ.get("PROMPTD_TEST_REDIS_URL")):
         print("(b) skipped: PROMPTD_TEST_MYSQL_DSN and PROMPTD_TEST_REDIS_URL not set")
+        return
+    gen = mysql_db()
+    dsn = next(gen)
+    a, b = cluster(tmp, dsn, os.environ["PROMPTD_TEST_REDIS_URL"])
+    try:
+        figures = figure_b(a, b, changes)
+        for k, v in figures.items():
+            print(f"(b) {k}, made on A, seen by LocalPrompts on B:", {x: round(y, 1) for x, y in v.items()})
+    finally:
+        a.kill()
+        b.kill()
+        gen.close()
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import json
 import os
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
@@ -52,6 +53,9 @@ class Core:
         self.bundle: Optional[dict[str, Any]] = None
         self.etag: Optional[str] = None
         self.cursor = 0
+        self.views: dict[tuple[str, str], evaluate.EnvView] = {}  # of the bundle held
+        self.buckets: dict[tuple[str, str], int] = {}
+        self.rendered: evaluate.Rendered = {}
         self.pins: dict[str, Pin] = {}
         self.versions: dict[tuple[str, int], dict[str, Any]] = {}  # pinned versions the bundle leaves out
         self.exposures = Exposures()
@@ -81,6 +85,7 @@ class Core:
         if self.bundle is not None and c < self.cursor:
             return False
         self.bundle, self.etag, self.cursor = bundle, etag, max(c, self.cursor)
+        self.views = {}
         self.applied += 1
         # A pin that the bundle now revokes is asked again of the server.
         for sid, pin in list(self.pins.items()):
@@ -119,9 +124,23 @@ class Core:
             if pin is None or pin.agent != agent or pin.env != env:
                 raise evaluate.AskServer(f"session {session_id} is not known locally")
             pinned, user_id = pin.version, pin.user_id
-        res = evaluate.resolve(self.bundle, agent, env, user_id, session_id, pinned, self.versions)
+        view = self.views.get((agent, env))
+        if view is None:
+            view = evaluate.env_view(self.bundle, agent, env)
+            self.views[(agent, env)] = view
+        res = evaluate.resolve_view(view, user_id, session_id, pinned, self.versions, self.bucket)
         self.exposures.count(res)
         return res
+
+    def bucket(self, release_id: str, key: str) -> int:
+        """evaluate.bucket, remembered for the callers seen lately."""
+        k = (release_id, key)
+        b = self.buckets.get(k)
+        if b is None:
+            if len(self.buckets) >= 100_000:
+                self.buckets.clear()
+            b = self.buckets[k] = evaluate.bucket(release_id, key)
+        return b
 
     # The disk copy.
     def save(self) -> None:
@@ -156,9 +175,13 @@ class Core:
 
 
 def resolved(res: Resolution) -> Resolved:
+    """The Resolved of a local resolution; its config is the bundle's own
+    (shared, not copied: do not modify it)."""
+    rel = res.release
+    trace = Trace(id=rel["id"], arm=rel["arm"], bucket=rel["bucket"], percent=rel["percent"],
+                  reason=rel["reason"]) if rel is not None else None
     return Resolved(agent=res.agent, env=res.env, version=res.version, content_hash=res.content_hash,
-                    config=dict(res.config), release=Trace.from_json(res.release), pinned=res.pinned,
-                    raw={"agent": res.agent, "env": res.env, **res.to_json(), "config": res.config})
+                    config=res.config, release=trace, pinned=res.pinned)
 
 
 def assembled(body: dict[str, Any], res: Resolution, fmt: str) -> Assembled:
@@ -191,11 +214,16 @@ class Exposures:
     lock: threading.Lock = field(default_factory=threading.Lock)
     sent: int = 0  # resolves acknowledged by promptd
     dropped: int = 0  # resolves in batches promptd refused (validation)
+    _minute: str = ""
+    _minute_at: int = -1
 
     def count(self, res: Resolution) -> None:
         rel = res.release
+        now = int(time.time()) // 60
+        if now != self._minute_at:
+            self._minute, self._minute_at = minute_of(), now
         key: ExposureKey = (res.agent, res.env, rel["id"] if rel else None, res.version,
-                            rel["arm"] if rel else None, minute_of())
+                            rel["arm"] if rel else None, self._minute)
         with self.lock:
             self.counts[key] = self.counts.get(key, 0) + 1
 

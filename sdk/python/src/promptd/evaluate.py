@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from .errors import CODES, PromptdError
 
@@ -95,7 +95,7 @@ def _check_ident(field: str, v: str) -> None:
 
 
 def _check_opaque(field: str, v: str) -> None:
-    if not v or len(v.encode()) > 256 or not v.isprintable():
+    if not v or len(v) > 256 or not v.isprintable() or (not v.isascii() and len(v.encode()) > 256):
         raise _err("invalid_id", 400, f"{field} must be 1..256 bytes of printable UTF-8", field=field)
 
 
@@ -126,39 +126,77 @@ def _percent(bp: int) -> Union[int, float]:
 _ACTIVE = ("running", "paused")
 
 
-def _decide(rel: Mapping[str, Any], revoked: Sequence[int], user_id: Optional[str],
-            session_id: Optional[str]) -> tuple[int, dict[str, Any]]:
-    rid = str(rel["id"])
-    bp = int(rel.get("basis_points") or 0)
-    trace: dict[str, Any] = {"id": rid, "arm": "baseline", "bucket": None, "percent": _percent(bp),
-                             "reason": "bucket"}
-    key = session_id if rel.get("stickiness") == "session" or not user_id else user_id
-    if key:
-        b = bucket(rid, key)
-        trace["bucket"] = b
+@dataclass(frozen=True)
+class _Release:
+    id: str
+    basis_points: int
+    percent: Union[int, float]
+    baseline: int
+    candidate: int
+    by_session: bool
+    candidates: frozenset[str]  # override ids, lower-case hex
+    baselines: frozenset[str]
+
+
+@dataclass(frozen=True)
+class EnvView:
+    """One env of a bundle, prepared for resolving (built once per bundle)."""
+
+    agent: str
+    env: str
+    version: int
+    revoked: frozenset[int]
+    release: Optional[_Release]
+    versions: Mapping[str, Any]
+
+
+def env_view(bundle: Mapping[str, Any], agent: str, env: str) -> EnvView:
+    """The env's view; the server's errors for an unknown agent or env."""
+    a = (bundle.get("agents") or {}).get(agent)
+    if a is None:
+        _check_ident("agent", agent)
+        raise _err("agent_not_found", 404, f"no agent {agent}")
+    e = (a.get("envs") or {}).get(env)
+    if e is None:
+        _check_ident("env", env)
+        raise _err("no_pointer", 409, "the env has no pointer yet: no version was published to it")
+    rel = e.get("release")
+    r: Optional[_Release] = None
+    if rel is not None and rel.get("state") in _ACTIVE:
+        bp = int(rel.get("basis_points") or 0)
         ov = rel.get("overrides") or {}
-        oid = None
-        if ov.get("candidate") or ov.get("baseline"):
-            oid = override_id(rid, key)
-        if oid is not None and oid in _lower(ov.get("candidate")):
+        r = _Release(id=str(rel["id"]), basis_points=bp, percent=_percent(bp),
+                     baseline=int(rel["baseline_version"]), candidate=int(rel["candidate_version"]),
+                     by_session=rel.get("stickiness") == "session",
+                     candidates=frozenset(str(i).lower() for i in ov.get("candidate") or ()),
+                     baselines=frozenset(str(i).lower() for i in ov.get("baseline") or ()))
+    return EnvView(agent=agent, env=env, version=int(e["version"]),
+                   revoked=frozenset(int(v) for v in e.get("revoked") or ()), release=r,
+                   versions=a.get("versions") or {})
+
+
+def _decide(r: _Release, revoked: frozenset[int], user_id: Optional[str], session_id: Optional[str],
+            bucket_of: Callable[[str, str], int]) -> tuple[int, dict[str, Any]]:
+    trace: dict[str, Any] = {"id": r.id, "arm": "baseline", "bucket": None, "percent": r.percent,
+                             "reason": "bucket"}
+    key = session_id if r.by_session or not user_id else user_id
+    if key:
+        b = bucket_of(r.id, key)
+        trace["bucket"] = b
+        oid = override_id(r.id, key) if r.candidates or r.baselines else None
+        if oid is not None and oid in r.candidates:
             trace["arm"], trace["reason"] = "candidate", "override"
-        elif oid is not None and oid in _lower(ov.get("baseline")):
+        elif oid is not None and oid in r.baselines:
             trace["arm"], trace["reason"] = "baseline", "override"
-        elif b < bp:
+        elif b < r.basis_points:
             trace["arm"] = "candidate"
-    version = int(rel["baseline_version"])
+    version = r.baseline
     if trace["arm"] == "candidate":
-        if int(rel["candidate_version"]) in revoked:
+        if r.candidate in revoked:
             trace["arm"] = "baseline"
         else:
-            version = int(rel["candidate_version"])
+            version = r.candidate
     return version, trace
-
-
-def _lower(ids: Any) -> frozenset[str]:
-    if isinstance(ids, frozenset):
-        return ids
-    return frozenset(str(i).lower() for i in ids or ())
 
 
 def resolve(bundle: Mapping[str, Any], agent: str, env: str, user_id: Optional[str] = None,
@@ -168,48 +206,43 @@ def resolve(bundle: Mapping[str, Any], agent: str, env: str, user_id: Optional[s
     (the session's own user_id must be passed as ``user_id``).
     ``extra_versions`` holds versions read apart from the bundle (versions
     never change), for pins the bundle does not name."""
-    _check_ident("agent", agent)
-    _check_ident("env", env)
+    return resolve_view(env_view(bundle, agent, env), user_id, session_id, pinned_version, extra_versions)
+
+
+def resolve_view(view: EnvView, user_id: Optional[str] = None, session_id: Optional[str] = None,
+                 pinned_version: Optional[int] = None,
+                 extra_versions: Optional[Mapping[tuple[str, int], Mapping[str, Any]]] = None,
+                 bucket_of: Callable[[str, str], int] = bucket) -> Resolution:
+    """resolve() on a prepared view (LocalPrompts keeps one per env)."""
     if user_id is not None:
         _check_opaque("user_id", user_id)
     if session_id is not None:
         _check_ident("session_id", session_id)
-    a = (bundle.get("agents") or {}).get(agent)
-    if a is None:
-        raise _err("agent_not_found", 404, f"no agent {agent}")
-    e = (a.get("envs") or {}).get(env)
-    if e is None:
-        raise _err("no_pointer", 409, "the env has no pointer yet: no version was published to it")
-    revoked = [int(v) for v in e.get("revoked") or ()]
-    rel = e.get("release")
-    if rel is not None and rel.get("state") not in _ACTIVE:
-        rel = None
-    versions = a.get("versions") or {}
-    if extra_versions and pinned_version is not None and str(pinned_version) not in versions:
-        extra = extra_versions.get((agent, pinned_version))
-        if extra is not None:
-            versions = {**versions, str(pinned_version): extra}
+    versions, rel, revoked = view.versions, view.release, view.revoked
+    trace: Optional[dict[str, Any]] = None
     pinned = False
     if pinned_version is not None:
-        if pinned_version in revoked or str(pinned_version) not in versions:
+        snap = versions.get(str(pinned_version))
+        if snap is None and extra_versions:
+            snap = extra_versions.get((view.agent, pinned_version))
+        if pinned_version in revoked or snap is None:
             raise AskServer(f"session {session_id}: pinned version {pinned_version} is revoked or unknown")
         version, pinned = pinned_version, True
-        trace: Optional[dict[str, Any]] = None
-        if rel is not None:
-            _, decided = _decide(rel, revoked, user_id, session_id)
-            if version in (int(rel["candidate_version"]), int(rel["baseline_version"])):
-                decided["reason"] = "pinned"
-                decided["arm"] = "candidate" if version == int(rel["candidate_version"]) else "baseline"
-                trace = decided
-    elif rel is not None:
-        version, trace = _decide(rel, revoked, user_id, session_id)
+        if rel is not None and version in (rel.candidate, rel.baseline):
+            _, trace = _decide(rel, revoked, user_id, session_id, bucket_of)
+            trace["reason"] = "pinned"
+            trace["arm"] = "candidate" if version == rel.candidate else "baseline"
     else:
-        version, trace = int(e["version"]), None
-    snap = versions.get(str(version))
-    if snap is None:
-        raise AskServer(f"version {version} of {agent} is not in the bundle")
-    return Resolution(agent=agent, env=env, version=version, content_hash=str(snap.get("content_hash", "")),
-                      config=snap.get("config") or {}, release=trace, pinned=pinned)
+        if rel is not None:
+            version, trace = _decide(rel, revoked, user_id, session_id, bucket_of)
+        else:
+            version = view.version
+        snap = versions.get(str(version))
+        if snap is None:
+            raise AskServer(f"version {version} of {view.agent} is not in the bundle")
+    return Resolution(agent=view.agent, env=view.env, version=version,
+                      content_hash=str(snap.get("content_hash", "")), config=snap.get("config") or {},
+                      release=trace, pinned=pinned)
 
 
 def bind(config: Mapping[str, Any], variables: Optional[Mapping[str, Any]]) -> dict[str, str]:
@@ -292,14 +325,37 @@ def assemble(bundle: Mapping[str, Any], agent: str, env: str, variables: Optiona
     return assemble_resolved(res, variables, history, max_history_turns, format)
 
 
+Rendered = dict[tuple[str, tuple[tuple[str, str], ...]], tuple[tuple[str, str], ...]]
+
+
+def fixed_messages(cfg: Mapping[str, Any], v: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(role, content) of the system message and the config's messages."""
+    out = [("system", system_message(cfg, v))]
+    for m in cfg.get("messages") or []:
+        out.append((str(m.get("role")), render(str(m.get("content", "")), v)))
+    return out
+
+
 def assemble_resolved(res: Resolution, variables: Optional[Mapping[str, Any]],
                       history: Optional[Sequence[Mapping[str, Any]]], max_history_turns: Optional[int],
-                      format: str) -> dict[str, Any]:
+                      format: str, rendered: Optional[Rendered] = None) -> dict[str, Any]:
+    """The answer for a resolution. ``rendered`` (optional) remembers the
+    rendered messages per (content_hash, variables): a version never
+    changes, so an entry never goes stale."""
     cfg = res.config
     v = bind(cfg, variables)
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system_message(cfg, v)}]
-    for m in cfg.get("messages") or []:
-        messages.append({"role": m.get("role"), "content": render(str(m.get("content", "")), v)})
+    fixed: Sequence[tuple[str, str]]
+    if rendered is None:
+        fixed = fixed_messages(cfg, v)
+    else:
+        key = (res.content_hash, tuple(sorted(v.items())))
+        got = rendered.get(key)
+        if got is None:
+            if len(rendered) >= 10_000:
+                rendered.clear()
+            got = rendered[key] = tuple(fixed_messages(cfg, v))
+        fixed = got
+    messages: list[dict[str, Any]] = [{"role": r, "content": c} for r, c in fixed]
     if history:
         cut = cut_history(history, max_history_turns or DEFAULT_MAX_HISTORY_TURNS)
         messages.extend(history_message(t) for t in cut)

@@ -20,6 +20,7 @@ promptd (the re-pin is a server write).
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import socket
 import threading
@@ -28,7 +29,7 @@ from typing import Any, Mapping, Optional, Sequence
 import httpx
 
 from . import _calls
-from ._http import Call, decode, error_of
+from ._http import NO_RETRY, Call, RetryPolicy, decode, error_of
 from ._localcore import Batch, Core, SSEParser, assembled, parse_event, resolved
 from .aio import AsyncClient
 from .client import Client
@@ -68,6 +69,12 @@ def _interrupt(resp: Optional[httpx.Response]) -> None:
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
+
+def _warmup_retry(core: Core) -> Optional[RetryPolicy]:
+    """With a disk copy to fall back on, a cold start does not wait for
+    retries: it serves the copy and the watcher catches up."""
+    return NO_RETRY if core.cache_path and os.path.exists(core.cache_path) else None
 
 
 def _drop(err: PromptdError) -> bool:
@@ -112,7 +119,7 @@ class LocalPrompts:
         """Warm up: fetch the bundle (or, with promptd down, load the disk
         copy), then start the watcher and the exposure flusher."""
         try:
-            self.refresh()
+            self.refresh(_warmup_retry(self.core))
         except PromptdError as err:
             if err.status not in (0, 500, 502, 503, 504) or not self.core.load():
                 raise
@@ -122,10 +129,10 @@ class LocalPrompts:
             self._threads.append(t)
         return self
 
-    def refresh(self) -> bool:
+    def refresh(self, retry: Optional[RetryPolicy] = None) -> bool:
         """Fetch the bundle conditionally; True when a new one was taken."""
         with self._refresh_lock:
-            status, body, etag = self.client._send(_bundle_call(self.core))
+            status, body, etag = self.client._send(_bundle_call(self.core), retry)
             if status == 304 or body is None:
                 self.stats.not_modified += 1
                 return False
@@ -180,7 +187,8 @@ class LocalPrompts:
         if res is None:
             res = Resolution(agent=r.agent, env=r.env, version=r.version, content_hash=r.content_hash,
                              config=r.config, release=r.release.to_json() if r.release else None, pinned=r.pinned)
-        return assembled(assemble_resolved(res, variables, history, max_history_turns, format), res, format)
+        return assembled(assemble_resolved(res, variables, history, max_history_turns, format,
+                                           self.core.rendered), res, format)
 
     # The watcher.
     def _watch(self) -> None:
@@ -286,16 +294,16 @@ class AsyncLocalPrompts:
 
     async def start(self) -> "AsyncLocalPrompts":
         try:
-            await self.refresh()
+            await self.refresh(_warmup_retry(self.core))
         except PromptdError as err:
             if err.status not in (0, 500, 502, 503, 504) or not self.core.load():
                 raise
         self._tasks = [asyncio.create_task(self._watch()), asyncio.create_task(self._flusher())]
         return self
 
-    async def refresh(self) -> bool:
+    async def refresh(self, retry: Optional[RetryPolicy] = None) -> bool:
         async with self._refresh_lock:
-            status, body, etag = await self.client._send(_bundle_call(self.core))
+            status, body, etag = await self.client._send(_bundle_call(self.core), retry)
             if status == 304 or body is None:
                 self.stats.not_modified += 1
                 return False
@@ -347,7 +355,8 @@ class AsyncLocalPrompts:
         if res is None:
             res = Resolution(agent=r.agent, env=r.env, version=r.version, content_hash=r.content_hash,
                              config=r.config, release=r.release.to_json() if r.release else None, pinned=r.pinned)
-        return assembled(assemble_resolved(res, variables, history, max_history_turns, format), res, format)
+        return assembled(assemble_resolved(res, variables, history, max_history_turns, format,
+                                           self.core.rendered), res, format)
 
     async def _watch(self) -> None:
         backoff = 0.1

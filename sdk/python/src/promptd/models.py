@@ -15,7 +15,7 @@ def _str(v: Any) -> str:
     return v if isinstance(v, str) else ""
 
 
-@dataclass(frozen=True)
+@dataclass
 class Trace:
     """Why a release decided the version: ``arm`` baseline|candidate,
     ``bucket`` (None without a key), ``reason`` bucket|override|pinned."""
@@ -42,7 +42,7 @@ class Trace:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass
 class Resolved:
     """GET .../prompt: the version this caller gets, its config and why."""
 
@@ -50,7 +50,7 @@ class Resolved:
     env: str
     version: int
     content_hash: str
-    config: dict[str, Any]
+    config: Mapping[str, Any]
     release: Optional[Trace]
     pinned: bool
     repinned_from: Optional[int] = None
@@ -64,7 +64,7 @@ class Resolved:
                         repinned_from=_opt_int(d.get("repinned_from")), raw=d)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Assembled:
     """POST .../assemble: ``body`` is the exact answer (for ``format="openai"``
     the body of a Chat Completions request, ready to send)."""
