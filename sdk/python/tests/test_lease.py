@@ -23,8 +23,8 @@ def _session(server: Promptd) -> tuple[str, str]:
 def test_sessionLease_keepsTheLeasePastItsTTL_andWritesCarryTheFence(shared_server: Promptd) -> None:
     _, sid = _session(shared_server)
     with runtime(shared_server) as rt, runtime(shared_server) as other:
-        with rt.session_lease(sid, "worker-1", ttl_ms=300) as lease:
-            time.sleep(1.0)  # three TTLs: only the keepalive holds it
+        with rt.session_lease(sid, "worker-1", ttl_ms=1000) as lease:
+            time.sleep(2.5)  # 2.5 TTLs: only the keepalive holds it
             assert lease.ka.renewals >= 2 and not lease.lost.is_set()
             out = rt.append(sid, [{"role": "user", "content": "under lease"}], 0)  # fence added by the SDK
             assert out.revision == 1
@@ -94,8 +94,8 @@ def test_asyncSessionLease_keepsTheLease_andReleasesOnExit(shared_server: Prompt
 
     async def main() -> None:
         async with promptd.AsyncClient(shared_server.url, RUNTIME, retry=FAST) as rt:
-            async with rt.session_lease(sid, "worker-1", ttl_ms=300) as lease:
-                await asyncio.sleep(1.0)
+            async with rt.session_lease(sid, "worker-1", ttl_ms=1000) as lease:
+                await asyncio.sleep(2.5)
                 assert lease.ka.renewals >= 2
                 await lease.append([{"role": "user", "content": "x"}], 0)
             assert (await rt.get_session(sid)).lease is None
@@ -106,8 +106,8 @@ def test_asyncSessionLease_keepsTheLease_andReleasesOnExit(shared_server: Prompt
 def test_genericLease_renewsAndReleases(shared_server: Promptd) -> None:
     res = f"order:{uid()}"
     with runtime(shared_server) as rt, runtime(shared_server) as other:
-        with rt.lease([res], "worker-1", ttl_ms=300) as held:
-            time.sleep(0.9)
+        with rt.lease([res], "worker-1", ttl_ms=1000) as held:
+            time.sleep(2.5)
             assert held.fences[res] > 0 and not held.lost.is_set()
             with pytest.raises(promptd.LeaseHeld):
                 with other.lease([res], "worker-2", ttl_ms=300):

@@ -27,10 +27,11 @@ from .errors import (
 from .evaluate import AskServer
 from .lease import AsyncSessionLease, HeldLeases, SessionLease
 from .local import AsyncLocalPrompts, LocalPrompts
+from . import boards
 from .models import Appended, Assembled, LeaseGrant, Resolved, Session, StateEntry, Trace, Turn
 
 __all__ = [
-    "AsyncClient", "AsyncLocalPrompts", "AsyncSessionLease", "Appended", "AskServer", "Assembled", "Client",
+    "boards", "AsyncClient", "AsyncLocalPrompts", "AsyncSessionLease", "Appended", "AskServer", "Assembled", "Client",
     "Conflict", "HeldLeases", "LeaseGrant", "LeaseHeld", "LeaseLost", "LocalPrompts", "NotFound", "PromptdError",
     "QuotaExceeded", "Resolved", "RetryPolicy", "RevisionConflict", "Session", "SessionLease", "StaleFence",
     "StateEntry", "StoreUnavailable", "Trace", "TransportError", "Turn",

@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
 
 import httpx
 
-from . import _calls
+from . import _calls, boards
 from ._http import AsyncSender, Call, RetryPolicy, headers_for
 from .errors import PromptdError, RevisionConflict
 from .lease import AsyncSessionLease
@@ -170,6 +170,26 @@ class AsyncClient:
         await self._send(_calls.release_session_lease(sid, token))
 
     # Generic leases.
+    # Boards (the claim's heartbeat context manager is sync-only for now).
+    async def create_record(self, board: str, payload: Any, *, id: Optional[str] = None,
+                            priority: Optional[int] = None, dedupe_key: Optional[str] = None) -> boards.Record:
+        return await self._send(boards.create_record(board, payload, id, priority, dedupe_key))
+
+    async def get_record(self, board: str, id: str) -> boards.Record:
+        return await self._send(boards.get_record(board, id))
+
+    async def claim_next(self, board: str, holder: str, ttl_ms: Optional[int] = None, wait_ms: int = 0,
+                         min_priority: Optional[int] = None) -> Optional[tuple[boards.Record, int]]:
+        return await self._send(boards.claim_next(board, holder, ttl_ms, wait_ms, min_priority))
+
+    async def heartbeat(self, board: str, id: str, fence: int, ttl_ms: Optional[int] = None) -> dict[str, Any]:
+        return await self._send(boards.heartbeat(board, id, fence, ttl_ms))
+
+    async def update_record(self, board: str, id: str, expected_revision: int, *, state: Optional[str] = None,
+                            payload: Any = None, fence: Optional[int] = None) -> boards.Record:
+        return await self._send(boards.patch_record(board, id, expected_revision, state, payload, fence,
+                                                    payload is not None))
+
     # Events (JSON long-poll) and exposures.
     async def poll_events(self, since: Optional[str] = None, wait_ms: Optional[int] = None, limit: Optional[int] = None,
                     actions: Optional[str] = None, agent: Optional[str] = None, env: Optional[str] = None) -> Page:

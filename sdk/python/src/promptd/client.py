@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
 
 import httpx
 
-from . import _calls
+from . import _calls, boards
 from ._http import Call, RetryPolicy, Sender, headers_for
 from .errors import PromptdError, RevisionConflict
 from .lease import HeldLeases, SessionLease
@@ -172,6 +172,19 @@ class Client:
     def lease(self, resources: Sequence[str], holder: str, ttl_ms: int = 5000, wait_ms: int = 0) -> HeldLeases:
         """``with client.lease(["order:1"], holder) as held:`` renewed in the background."""
         return HeldLeases(self, resources, holder, ttl_ms, wait_ms)
+
+    # Boards.
+    def create_record(self, board: str, payload: Any, *, id: Optional[str] = None, priority: Optional[int] = None,
+                      dedupe_key: Optional[str] = None) -> boards.Record:
+        return self._send(boards.create_record(board, payload, id, priority, dedupe_key))
+
+    def get_record(self, board: str, id: str) -> boards.Record:
+        return self._send(boards.get_record(board, id))
+
+    def claim(self, board: str, holder: str, ttl_ms: int = 30000, wait_ms: int = 0,
+              min_priority: Optional[int] = None) -> boards.BoardClaim:
+        """``with client.claim(board, holder) as work:`` (see promptd.boards)."""
+        return boards.BoardClaim(self, board, holder, ttl_ms, wait_ms, min_priority)
 
     # Events (JSON long-poll) and exposures.
     def poll_events(self, since: Optional[str] = None, wait_ms: Optional[int] = None, limit: Optional[int] = None,
