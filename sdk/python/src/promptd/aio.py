@@ -3,11 +3,11 @@ methods, sending the same calls (``_calls``)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
+from typing import Any, AsyncIterator, Callable, Mapping, Optional, Sequence, TypeVar
 
 import httpx
 
-from . import _calls, boards
+from . import _calls, boards, stream
 from ._http import AsyncSender, Call, RetryPolicy, headers_for
 from .errors import PromptdError, RevisionConflict
 from .lease import AsyncSessionLease
@@ -190,7 +190,13 @@ class AsyncClient:
         return await self._send(boards.patch_record(board, id, expected_revision, state, payload, fence,
                                                     payload is not None))
 
-    # Events (JSON long-poll) and exposures.
+    # Events (stream and JSON long-poll) and exposures.
+    def events(self, since: Optional[str] = None, *, actions: Optional[str] = None, agent: Optional[str] = None,
+               env: Optional[str] = None, board: Optional[str] = None) -> AsyncIterator[dict[str, Any]]:
+        """``async for ev in client.events(since="0"):`` the change feed,
+        reconnecting with Last-Event-ID (see promptd.stream)."""
+        return stream.aevents(self, since, actions, agent, env, board)
+
     async def poll_events(self, since: Optional[str] = None, wait_ms: Optional[int] = None, limit: Optional[int] = None,
                     actions: Optional[str] = None, agent: Optional[str] = None, env: Optional[str] = None) -> Page:
         return await self._send(_calls.poll_events(since, wait_ms, limit, actions, agent, env))

@@ -3,11 +3,11 @@ surface with ``async`` methods; both send the calls built in ``_calls``."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, TypeVar
 
 import httpx
 
-from . import _calls, boards
+from . import _calls, boards, stream
 from ._http import Call, RetryPolicy, Sender, headers_for
 from .errors import PromptdError, RevisionConflict
 from .lease import HeldLeases, SessionLease
@@ -186,7 +186,13 @@ class Client:
         """``with client.claim(board, holder) as work:`` (see promptd.boards)."""
         return boards.BoardClaim(self, board, holder, ttl_ms, wait_ms, min_priority)
 
-    # Events (JSON long-poll) and exposures.
+    # Events (stream and JSON long-poll) and exposures.
+    def events(self, since: Optional[str] = None, *, actions: Optional[str] = None, agent: Optional[str] = None,
+               env: Optional[str] = None, board: Optional[str] = None) -> Iterator[dict[str, Any]]:
+        """``for ev in client.events(since="0"):`` the change feed, reconnecting
+        with Last-Event-ID (see promptd.stream)."""
+        return stream.events(self, since, actions, agent, env, board)
+
     def poll_events(self, since: Optional[str] = None, wait_ms: Optional[int] = None, limit: Optional[int] = None,
                     actions: Optional[str] = None, agent: Optional[str] = None, env: Optional[str] = None) -> Page:
         return self._send(_calls.poll_events(since, wait_ms, limit, actions, agent, env))
