@@ -114,3 +114,22 @@ def test_genericLease_renewsAndReleases(shared_server: Promptd) -> None:
                     pass
         with other.lease([res], "worker-2", ttl_ms=300) as h2:
             assert h2.fences[res] > held.fences[res]
+
+
+def test_asyncGenericLeases_allOrNothing_conflictsNameTheHolder(shared_server: Promptd) -> None:
+    a, b = f"order:{uid()}", f"order:{uid()}"
+
+    async def main() -> None:
+        async with promptd.AsyncClient(shared_server.url, RUNTIME, retry=FAST) as rt:
+            held = await rt.acquire_leases([a], "worker-1", ttl_ms=5000)
+            with pytest.raises(promptd.LeaseHeld) as lh:
+                await rt.acquire_leases([a, b], "worker-2", ttl_ms=5000)
+            assert [x["resource"] for x in lh.value.conflicts] == [a]
+            assert (await rt.renew_leases(held.lease_id, held.token, 5000))
+            await rt.release_leases(held.lease_id, held.token)
+            both = await rt.acquire_leases([a, b], "worker-2", ttl_ms=5000)
+            assert set(both.fences) == {a, b}
+            with pytest.raises(promptd.LeaseLost):
+                await rt.renew_leases(held.lease_id, held.token, 5000)
+
+    asyncio.run(main())

@@ -16,6 +16,7 @@ from .models import (
     Assembled,
     EnvPointer,
     LeaseGrant,
+    Leases,
     Page,
     Release,
     Resolved,
@@ -170,6 +171,17 @@ class AsyncClient:
         await self._send(_calls.release_session_lease(sid, token))
 
     # Generic leases.
+    async def acquire_leases(self, resources: Sequence[str], holder: str, ttl_ms: int = 5000,
+                        wait_ms: int = 0) -> Leases:
+        """All of ``resources`` or none (423 lease_held with ``conflicts``)."""
+        return await self._send(_calls.acquire_leases(resources, holder, ttl_ms, wait_ms))
+
+    async def renew_leases(self, lease_id: str, token: str, ttl_ms: int = 5000) -> str:
+        return await self._send(_calls.renew_leases(lease_id, token, ttl_ms))
+
+    async def release_leases(self, lease_id: str, token: str) -> None:
+        await self._send(_calls.release_leases(lease_id, token))
+
     # Boards (the claim's heartbeat context manager is sync-only for now).
     async def create_record(self, board: str, payload: Any, *, id: Optional[str] = None,
                             priority: Optional[int] = None, dedupe_key: Optional[str] = None) -> boards.Record:

@@ -16,6 +16,7 @@ from .models import (
     Assembled,
     EnvPointer,
     LeaseGrant,
+    Leases,
     Page,
     Release,
     Resolved,
@@ -169,6 +170,17 @@ class Client:
         self._send(_calls.release_session_lease(sid, token))
 
     # Generic leases.
+    def acquire_leases(self, resources: Sequence[str], holder: str, ttl_ms: int = 5000,
+                        wait_ms: int = 0) -> Leases:
+        """All of ``resources`` or none (423 lease_held with ``conflicts``)."""
+        return self._send(_calls.acquire_leases(resources, holder, ttl_ms, wait_ms))
+
+    def renew_leases(self, lease_id: str, token: str, ttl_ms: int = 5000) -> str:
+        return self._send(_calls.renew_leases(lease_id, token, ttl_ms))
+
+    def release_leases(self, lease_id: str, token: str) -> None:
+        self._send(_calls.release_leases(lease_id, token))
+
     def lease(self, resources: Sequence[str], holder: str, ttl_ms: int = 5000, wait_ms: int = 0) -> HeldLeases:
         """``with client.lease(["order:1"], holder) as held:`` renewed in the background."""
         return HeldLeases(self, resources, holder, ttl_ms, wait_ms)
