@@ -8,7 +8,7 @@ from typing import Any
 
 from conftest import RUNTIME, Promptd, uid
 from test_client import FAST, admin
-from test_local import create_release, need_bundle, rollback, set_percent, wait_for
+from test_local import create_release, rollback, set_percent, wait_for
 
 import promptd
 
@@ -36,7 +36,6 @@ def compare(lp: promptd.LocalPrompts, rt: promptd.Client, agent: str, env: str, 
 
 
 def test_local_equalsServer_forPointersReleasesAndRollbacks(shared_server: Promptd) -> None:
-    need_bundle(shared_server)
     agent = uid()
     with admin(shared_server) as c, promptd.Client(shared_server.url, RUNTIME, retry=FAST) as rt:
         c.create_version(agent, TRICKY, 0)
@@ -55,3 +54,25 @@ def test_local_equalsServer_forPointersReleasesAndRollbacks(shared_server: Promp
             n += compare(lp, rt, agent, "prod", 10)
             assert lp.stats.server_resolves == 0
             assert n == 160
+
+
+def test_local_equalsServer_forOverridesAtZeroAndFullPercent(shared_server: Promptd) -> None:
+    agent = uid()
+    forced_c = [f"user-{i}@example.com" for i in range(0, 5)]
+    forced_b = [f"user-{i}@example.com" for i in range(5, 10)]
+    with admin(shared_server) as c, promptd.Client(shared_server.url, RUNTIME, retry=FAST) as rt:
+        c.create_version(agent, TRICKY, 0)
+        c.set_env(agent, "prod", 1, 0)
+        v2 = c.create_version(agent, dict(TRICKY, system="v2 {{name}}"), 1).version
+        rel = create_release(c, agent, "prod", v2, 0, overrides={"candidate": forced_c, "baseline": forced_b})
+        with promptd.LocalPrompts(rt, agents=[agent], flush_interval=3600) as lp:
+            for u in forced_c:
+                r = lp.resolve(agent, "prod", user_id=u)
+                assert r.version == v2 and r.release is not None and r.release.reason == "override"
+            compare(lp, rt, agent, "prod", 20)
+            set_percent(c, rel["id"], 100)
+            assert wait_for(lambda: lp.resolve(agent, "prod", user_id="x").version == v2)
+            for u in forced_b:
+                r = lp.resolve(agent, "prod", user_id=u)
+                assert r.version == 1 and r.release is not None and r.release.reason == "override"
+            compare(lp, rt, agent, "prod", 20)

@@ -29,9 +29,9 @@ def wait_for(cond: Callable[[], bool], timeout: float = 5.0) -> bool:
 
 
 def create_release(c: promptd.Client, agent: str, env: str, candidate: int, percent: Any,
-                   stickiness: str = "user") -> dict[str, Any]:
+                   stickiness: str = "user", **extra: Any) -> dict[str, Any]:
     r = c.http.post(f"/v1/agents/{agent}/envs/{env}/releases",
-                    json={"candidate_version": candidate, "percent": percent, "stickiness": stickiness})
+                    json={"candidate_version": candidate, "percent": percent, "stickiness": stickiness, **extra})
     assert r.status_code == 201, r.text
     out: dict[str, Any] = r.json()
     return out
@@ -51,16 +51,8 @@ def rollback(c: promptd.Client, rid: str) -> None:
     assert r.status_code == 200, r.text
 
 
-def need_bundle(server: Promptd) -> None:
-    # TEMPORARY until GET /v1/bundle lands on main (the "data" merge).
-    r = httpx.get(server.url + "/v1/bundle", headers={"Authorization": f"Bearer {RUNTIME}"})
-    if r.status_code == 404:
-        pytest.skip("this promptd has no GET /v1/bundle yet")
-
-
 @pytest.fixture
 def with_bundle(shared_server: Promptd) -> Promptd:
-    need_bundle(shared_server)
     return shared_server
 
 
@@ -131,7 +123,6 @@ def test_localPrompts_whenTheStreamIsDown_pollsTheBundleConditionally(with_bundl
 def test_localPrompts_promptdDown_keepsServing_andAFreshOneStartsFromDisk(tmp_path: Path) -> None:
     server = start_promptd(tmp_path)
     try:
-        need_bundle(server)
         agent = uid()
         cache = str(tmp_path / "bundle.json")
         with admin(server) as c:

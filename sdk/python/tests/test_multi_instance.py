@@ -7,7 +7,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from test_local import need_bundle
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -18,7 +17,6 @@ def test_localPromptsOnB_seesSwitchesPercentsAndRollbacksMadeOnA(tmp_path: Path,
                                                                   redis_url: str) -> None:
     a, b = bench.cluster(tmp_path, mysql_dsn, redis_url)
     try:
-        need_bundle(b)
         figures = bench.figure_b(a, b, changes=5)
         assert set(figures) == {"pointer_switch", "percent_change", "rollback"}
         for f in figures.values():
