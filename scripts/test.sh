@@ -102,7 +102,7 @@ if [ -n "$python_pkgs" ]; then
 fi
 python_bin=$PROMPTD_SERVICES_DIR/promptd-py
 run go build -o "$python_bin" ./cmd/promptd
-run /usr/bin/python3 -m mypy --strict sdk/python/src
+run /usr/bin/python3 -m mypy --strict --cache-dir "$PROMPTD_SERVICES_DIR/mypy" sdk/python/src
 run /usr/bin/python3 -m pyflakes sdk/python
 run env PROMPTD_BIN="$python_bin" /usr/bin/python3 -m pytest -q -p no:cacheprovider sdk/python
 
