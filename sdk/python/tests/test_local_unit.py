@@ -111,3 +111,13 @@ def test_sseParser_multiLineDataCommentsAndIds() -> None:
     for line in [": hi\n", "id: 5\n", "event: x\n", "data: a\n", "data: b\n", "\n", "data: c\n", "\n"]:
         out.extend(p.feed(line))
     assert [(e.id, e.event, e.data) for e in out] == [("5", "x", "a\nb"), ("5", "message", "c")]
+
+
+def test_releaseHeader_parsesTheRFC8941Dictionary() -> None:
+    from promptd._calls import release_header
+
+    t = release_header('id="rel_1", arm=candidate, bucket=771, reason=bucket')
+    assert t is not None and (t.id, t.arm, t.bucket, t.reason) == ("rel_1", "candidate", 771, "bucket")
+    t = release_header('id="a\\"b", arm=baseline, reason=pinned')
+    assert t is not None and (t.id, t.bucket, t.reason) == ('a"b', None, "pinned")
+    assert release_header(None) is None

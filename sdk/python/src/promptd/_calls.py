@@ -3,6 +3,7 @@ AsyncClient (which only send what these build)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 from urllib.parse import quote
 
@@ -95,12 +96,33 @@ def _promptd_version(r: httpx.Response) -> Optional[int]:
         return None
 
 
+def release_header(v: Optional[str]) -> Optional[Trace]:
+    """The Promptd-Release header (an RFC 8941 dictionary:
+    ``id="rel_1", arm=candidate, bucket=771, reason=bucket``) as a Trace."""
+    if not v:
+        return None
+    d: dict[str, Any] = {}
+    for m in re.finditer(r'\s*([a-z_][a-z0-9_.*-]*)=("(?:[^"\\]|\\.)*"|[^,]*)\s*(?:,|$)', v):
+        key, val = m.group(1), m.group(2).strip()
+        if val.startswith('"'):
+            d[key] = re.sub(r'\\(.)', r"\1", val[1:-1])
+        elif re.fullmatch(r"-?\d+", val):
+            d[key] = int(val)
+        else:
+            d[key] = val
+    return Trace(id=str(d.get("id", "")), arm=str(d.get("arm", "")),
+                 bucket=d.get("bucket") if isinstance(d.get("bucket"), int) else None, reason=d.get("reason"))
+
+
 def _assembled(fmt: str) -> Any:
     def parse(r: httpx.Response) -> Assembled:
         d = decode(r) or {}
-        version = d.get("version") if fmt == "plain" else _promptd_version(r)
-        return Assembled(format=fmt, body=d, version=version if isinstance(version, int) else None,
-                         release=Trace.from_json(d.get("release")) if fmt == "plain" else None)
+        if fmt == "plain":
+            version = d.get("version")
+            trace = Trace.from_json(d.get("release"))
+        else:
+            version, trace = _promptd_version(r), release_header(r.headers.get("Promptd-Release"))
+        return Assembled(format=fmt, body=d, version=version if isinstance(version, int) else None, release=trace)
     return parse
 
 
