@@ -167,9 +167,6 @@ def test_localPrompts_sessions_pinnedLocally_revokedPinAskedOfPromptd(with_bundl
 
 
 def test_exposures_afterLocalResolves_theServerCountsEqualWhatWasResolved(with_bundle: Promptd) -> None:
-    # TEMPORARY until POST /v1/exposures lands on main (the "data" merge).
-    if httpx.post(with_bundle.url + "/v1/exposures", headers={"Authorization": f"Bearer {RUNTIME}"}).status_code == 404:
-        pytest.skip("this promptd has no POST /v1/exposures yet")
     agent = uid()
     n = 3333
     with admin(with_bundle) as c, promptd.Client(with_bundle.url, RUNTIME, retry=FAST) as rt:

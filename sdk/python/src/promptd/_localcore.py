@@ -117,12 +117,12 @@ class Core:
         """Local resolution; AskServer when promptd must answer (a session
         not seen yet, a revoked or unknown pin)."""
         if self.bundle is None:
-            raise evaluate.AskServer("no bundle yet")
+            raise evaluate.AskServer("version_missing", "no bundle yet")
         pinned: Optional[int] = None
         if session_id is not None:
             pin = self.pins.get(session_id)
             if pin is None or pin.agent != agent or pin.env != env:
-                raise evaluate.AskServer(f"session {session_id} is not known locally")
+                raise evaluate.AskServer("pin_unknown", f"session {session_id}")
             pinned, user_id = pin.version, pin.user_id
         view = self.views.get((agent, env))
         if view is None:

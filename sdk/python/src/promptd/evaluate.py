@@ -100,8 +100,14 @@ def _check_opaque(field: str, v: str) -> None:
 
 
 class AskServer(Exception):
-    """Local evaluation cannot answer (a session pin revoked or unknown to
-    the bundle: the re-pin is a server write); ask promptd."""
+    """Local evaluation cannot answer: ask promptd. ``reason`` is
+    ``pin_unknown`` (a session whose pin the caller does not know),
+    ``pin_revoked`` (promptd re-pins it, a write) or ``version_missing``
+    (the bundle does not hold the version)."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -115,8 +121,9 @@ class Resolution:
     pinned: bool
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": self.version, "content_hash": self.content_hash, "release": self.release,
-                "pinned": self.pinned}
+        """The body promptd answers to GET .../prompt for this resolution."""
+        return {"agent": self.agent, "env": self.env, "version": self.version, "content_hash": self.content_hash,
+                "config": self.config, "release": self.release, "pinned": self.pinned, "repinned_from": None}
 
 
 def _percent(bp: int) -> Union[int, float]:
@@ -221,12 +228,16 @@ def resolve_view(view: EnvView, user_id: Optional[str] = None, session_id: Optio
     versions, rel, revoked = view.versions, view.release, view.revoked
     trace: Optional[dict[str, Any]] = None
     pinned = False
+    if session_id is not None and pinned_version is None:
+        raise AskServer("pin_unknown", f"session {session_id}")
     if pinned_version is not None:
         snap = versions.get(str(pinned_version))
         if snap is None and extra_versions:
             snap = extra_versions.get((view.agent, pinned_version))
-        if pinned_version in revoked or snap is None:
-            raise AskServer(f"session {session_id}: pinned version {pinned_version} is revoked or unknown")
+        if pinned_version in revoked:
+            raise AskServer("pin_revoked", f"session {session_id}: pinned version {pinned_version}")
+        if snap is None:
+            raise AskServer("version_missing", f"session {session_id}: pinned version {pinned_version}")
         version, pinned = pinned_version, True
         if rel is not None and version in (rel.candidate, rel.baseline):
             _, trace = _decide(rel, revoked, user_id, session_id, bucket_of)
@@ -239,7 +250,7 @@ def resolve_view(view: EnvView, user_id: Optional[str] = None, session_id: Optio
             version = view.version
         snap = versions.get(str(version))
         if snap is None:
-            raise AskServer(f"version {version} of {view.agent} is not in the bundle")
+            raise AskServer("version_missing", f"version {version} of {view.agent}")
     return Resolution(agent=view.agent, env=view.env, version=version,
                       content_hash=str(snap.get("content_hash", "")), config=snap.get("config") or {},
                       release=trace, pinned=pinned)
@@ -295,6 +306,7 @@ def history_message(turn: Mapping[str, Any]) -> dict[str, Any]:
 
 
 DEFAULT_MAX_HISTORY_TURNS = 1000
+MAX_HISTORY_TURNS_REQUEST = 10000
 
 
 def cut_history(turns: Sequence[Mapping[str, Any]], max_turns: int) -> list[Mapping[str, Any]]:
@@ -342,6 +354,9 @@ def assemble_resolved(res: Resolution, variables: Optional[Mapping[str, Any]],
     """The answer for a resolution. ``rendered`` (optional) remembers the
     rendered messages per (content_hash, variables): a version never
     changes, so an entry never goes stale."""
+    if max_history_turns is not None and not 0 <= max_history_turns <= MAX_HISTORY_TURNS_REQUEST:
+        raise _err("invalid_field", 400, f"max_history_turns must be 0..{MAX_HISTORY_TURNS_REQUEST}",
+                   field="max_history_turns")
     cfg = res.config
     v = bind(cfg, variables)
     fixed: Sequence[tuple[str, str]]
