@@ -13,14 +13,14 @@ from conftest import ADMIN, CONFIG, ROOT, RUNTIME, Promptd, uid
 
 import promptd
 from promptd import errors
-from promptd._http import RetryPolicy
+from promptd._http import RetryPolicy, sync_transport
 
 
 class Recording(httpx.BaseTransport):
     """A transport that records every request and may fail some of them."""
 
     def __init__(self, fail: Callable[[httpx.Request, int], Any] = lambda r, n: None) -> None:
-        self.inner = httpx.HTTPTransport()
+        self.inner = sync_transport()
         self.requests: list[httpx.Request] = []
         self.fail = fail
         self.lock = threading.Lock()
@@ -201,3 +201,14 @@ def test_assemble_overHttp_plainAndOpenAI(shared_server: Promptd) -> None:
             "\n\n# Memory\n- Customer prefers email.")}
         r = rt.resolve(agent, "prod", user_id="u1")
         assert r.version == 1 and r.release is None and not r.pinned
+
+
+def test_syncClient_setsTcpNoDelay_soAPostIsNotHeldByNagleAndDelayedAck(shared_server: Promptd) -> None:
+    # h11 writes a POST's headers and body separately: without TCP_NODELAY
+    # the body waits for the server's delayed ACK (~40 ms on Linux).
+    import socket
+
+    with runtime(shared_server) as rt:
+        r = rt.http.get("/healthz")
+        sock = r.extensions["network_stream"].get_extra_info("socket")
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0

@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, TypeVar
 import httpx
 
 from . import _calls, boards, stream
-from ._http import Call, RetryPolicy, Sender, headers_for
+from ._http import Call, RetryPolicy, Sender, headers_for, sync_transport
 from .errors import PromptdError, RevisionConflict
 from .lease import HeldLeases, SessionLease
 from .models import (
@@ -43,7 +43,7 @@ class Client:
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.http = http or httpx.Client(base_url=self.base_url, headers=headers_for(token), timeout=timeout,
-                                         transport=transport)
+                                         transport=transport or sync_transport())
         self._sender = Sender(self.http, retry or RetryPolicy())
         self._lease_retry = LEASE_RETRY
         self._leases: dict[str, SessionLease] = {}
