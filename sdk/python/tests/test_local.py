@@ -210,3 +210,25 @@ def test_asyncLocalPrompts_resolvesLocally_andFollowsTheStream(with_bundle: Prom
                     assert a.version == v2
 
         asyncio.run(main())
+
+
+def test_asyncLocalPrompts_promptdDown_aFreshOneStartsFromDisk(tmp_path: Path) -> None:
+    server = start_promptd(tmp_path)
+    agent = uid()
+    cache = str(tmp_path / "bundle.json")
+    try:
+        with admin(server) as c:
+            publish(c, agent)
+
+        async def main() -> None:
+            async with promptd.AsyncClient(server.url, RUNTIME, retry=FAST, timeout=1.0) as rt:
+                async with promptd.AsyncLocalPrompts(rt, cache_path=cache, flush_interval=3600) as lp:
+                    want = (await lp.assemble(agent, "prod", {"persona": "bot"})).body
+                server.kill()
+                async with promptd.AsyncLocalPrompts(rt, cache_path=cache, flush_interval=3600) as cold:
+                    assert cold.core.from_disk
+                    assert (await cold.assemble(agent, "prod", {"persona": "bot"})).body == want
+
+        asyncio.run(main())
+    finally:
+        server.kill()
