@@ -23,9 +23,7 @@ def vectors_path() -> Path:
     env = os.environ.get("PROMPTD_CONFORMANCE_VECTORS")
     if env:
         return Path(env)
-    # TEMPORARY until the "core" merge brings testdata/conformance to main:
-    # then a missing file fails.
-    pytest.skip(f"no conformance vectors: {p} is missing and PROMPTD_CONFORMANCE_VECTORS is unset")
+    pytest.fail(f"no conformance vectors: {p} is missing and PROMPTD_CONFORMANCE_VECTORS is unset")
 
 
 def _error(err: PromptdError) -> dict[str, Any]:

@@ -76,3 +76,34 @@ def test_local_equalsServer_forOverridesAtZeroAndFullPercent(shared_server: Prom
                 r = lp.resolve(agent, "prod", user_id=u)
                 assert r.version == 1 and r.release is not None and r.release.reason == "override"
             compare(lp, rt, agent, "prod", 20)
+
+
+CHAT: dict[str, Any] = dict(
+    TRICKY, messages=[{"role": "user", "content": "Example: {{name}}"}, {"role": "assistant", "content": "Sure."}])
+
+
+def test_local_equalsServer_forOpenAIFormat_configMessages_andSessionHistory(shared_server: Promptd) -> None:
+    agent = uid()
+    with admin(shared_server) as c, promptd.Client(shared_server.url, RUNTIME, retry=FAST) as rt:
+        c.create_version(agent, CHAT, 0)
+        c.set_env(agent, "prod", 1, 0)
+        s = rt.create_session(agent, "prod", user_id="u1")
+        rt.append(s.session_id, [
+            {"role": "user", "content": "where is order 7?"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": "{\"id\":7}"}}]},
+            {"role": "tool", "content": "shipped", "tool_call_id": "call_1", "name": "lookup"},
+            {"role": "assistant", "content": "It shipped."}], 0)
+        turns = [t.to_json() for t in rt.get_session(s.session_id).turns]
+        with promptd.LocalPrompts(rt, agents=[agent], flush_interval=3600) as lp:
+            for fmt in ("plain", "openai"):
+                for max_turns in (None, 1, 2, 3):
+                    local = lp.assemble(agent, "prod", {"name": "N"}, session_id=s.session_id, history=turns,
+                                        max_history_turns=max_turns, format=fmt)
+                    remote = rt.assemble(agent, "prod", {"name": "N"}, session_id=s.session_id, history=True,
+                                         max_history_turns=max_turns, format=fmt)
+                    assert local.body == remote.body, (fmt, max_turns, local.body, remote.body)
+                    assert local.version == remote.version == 1
+            body = lp.assemble(agent, "prod", {"name": "N"}, user_id="u2", format="openai").body
+            assert body["model"] == "gpt-4o" and body["max_completion_tokens"] == 100 and body["tools"]
+            assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant"]
