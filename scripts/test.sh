@@ -91,6 +91,21 @@ done
 section "examples/embedded: promptd as a library from a module of its own"
 run bash -c "cd examples/embedded && go vet ./... && go run ."
 
+section "sdk/python: mypy --strict, pyflakes, pytest against a real promptd"
+python_pkgs=""
+for mod in httpx:python3-httpx pytest:python3-pytest mypy:python3-mypy pyflakes:python3-pyflakes; do
+	/usr/bin/python3 -c "import ${mod%%:*}" 2>/dev/null || python_pkgs="$python_pkgs ${mod#*:}"
+done
+if [ -n "$python_pkgs" ]; then
+	# shellcheck disable=SC2086 # one word per package
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q $python_pkgs >/dev/null
+fi
+python_bin=$PROMPTD_SERVICES_DIR/promptd-py
+run go build -o "$python_bin" ./cmd/promptd
+run /usr/bin/python3 -m mypy --strict --cache-dir "$PROMPTD_SERVICES_DIR/mypy" sdk/python/src
+run /usr/bin/python3 -m pyflakes sdk/python
+run env PROMPTD_BIN="$python_bin" /usr/bin/python3 -m pytest -q -p no:cacheprovider sdk/python
+
 if [ -f bench/go.mod ]; then
 	section "bench: go vet, its unit tests and a short benchmark run"
 	run bash -c "cd bench && go vet ./... && go test -count=1 -bench . -benchtime 200x ./..."

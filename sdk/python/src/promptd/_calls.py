@@ -1,0 +1,253 @@
+"""Call builders: one function per route of API.md, shared by Client and
+AsyncClient (which only send what these build)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+from urllib.parse import quote
+
+import httpx
+
+from ._http import Call, decode
+from .models import (
+    Appended,
+    Assembled,
+    EnvPointer,
+    LeaseGrant,
+    Leases,
+    Page,
+    Release,
+    Resolved,
+    Session,
+    StateEntry,
+    Trace,
+    Turn,
+    Version,
+)
+
+TurnLike = Union[Turn, Mapping[str, Any]]
+
+
+def seg(s: Union[str, int]) -> str:
+    return quote(str(s), safe="")
+
+
+def _json(r: httpx.Response) -> Any:
+    return decode(r)
+
+
+def _none(r: httpx.Response) -> None:
+    return None
+
+
+def _page(r: httpx.Response) -> Page:
+    d = decode(r) or {}
+    return Page(items=list(d.get("items") or []), next=d.get("next"))
+
+
+def turns_json(turns: Iterable[TurnLike]) -> list[dict[str, Any]]:
+    return [t.to_json() if isinstance(t, Turn) else dict(t) for t in turns]
+
+
+# Versions and envs.
+def create_version(agent: str, config: Mapping[str, Any], base_version: int, message: str) -> Call[Version]:
+    return Call("POST", f"/v1/agents/{seg(agent)}/versions", lambda r: Version.from_json(decode(r)),
+                json={"base_version": base_version, "config": config, "message": message}, idempotent=True)
+
+
+def get_version(agent: str, version: int) -> Call[Version]:
+    return Call("GET", f"/v1/agents/{seg(agent)}/versions/{version}", lambda r: Version.from_json(decode(r)))
+
+
+def list_versions(agent: str, limit: Optional[int], cursor: Optional[str]) -> Call[Page]:
+    return Call("GET", f"/v1/agents/{seg(agent)}/versions", _page, params={"limit": limit, "cursor": cursor})
+
+
+def list_agents() -> Call[Page]:
+    return Call("GET", "/v1/agents", _page)
+
+
+def get_env(agent: str, env: str) -> Call[EnvPointer]:
+    return Call("GET", f"/v1/agents/{seg(agent)}/envs/{seg(env)}", lambda r: EnvPointer.from_json(decode(r)))
+
+
+def set_env(agent: str, env: str, version: int, expected_revision: int) -> Call[EnvPointer]:
+    return Call("PUT", f"/v1/agents/{seg(agent)}/envs/{seg(env)}", lambda r: EnvPointer.from_json(decode(r)),
+                json={"version": version, "expected_revision": expected_revision})
+
+
+def revoke(agent: str, env: str, version: int, reason: str) -> Call[Any]:
+    return Call("POST", f"/v1/agents/{seg(agent)}/envs/{seg(env)}/revocations", _json,
+                json={"version": version, "reason": reason})
+
+
+# Runtime path.
+def resolve(agent: str, env: str, user_id: Optional[str], session_id: Optional[str]) -> Call[Resolved]:
+    return Call("GET", f"/v1/agents/{seg(agent)}/envs/{seg(env)}/prompt", lambda r: Resolved.from_json(decode(r)),
+                params={"user_id": user_id, "session_id": session_id})
+
+
+def _promptd_version(r: httpx.Response) -> Optional[int]:
+    v = r.headers.get("Promptd-Version", "")
+    try:
+        return int(v.rsplit("/", 1)[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def release_header(v: Optional[str]) -> Optional[Trace]:
+    """The Promptd-Release header (an RFC 8941 dictionary:
+    ``id="rel_1", arm=candidate, bucket=771, reason=bucket``) as a Trace."""
+    if not v:
+        return None
+    d: dict[str, Any] = {}
+    for m in re.finditer(r'\s*([a-z_][a-z0-9_.*-]*)=("(?:[^"\\]|\\.)*"|[^,]*)\s*(?:,|$)', v):
+        key, val = m.group(1), m.group(2).strip()
+        if val.startswith('"'):
+            d[key] = re.sub(r'\\(.)', r"\1", val[1:-1])
+        elif re.fullmatch(r"-?\d+", val):
+            d[key] = int(val)
+        else:
+            d[key] = val
+    return Trace(id=str(d.get("id", "")), arm=str(d.get("arm", "")),
+                 bucket=d.get("bucket") if isinstance(d.get("bucket"), int) else None, reason=d.get("reason"))
+
+
+def _assembled(fmt: str) -> Any:
+    def parse(r: httpx.Response) -> Assembled:
+        d = decode(r) or {}
+        if fmt == "plain":
+            version = d.get("version")
+            trace = Trace.from_json(d.get("release"))
+        else:
+            version, trace = _promptd_version(r), release_header(r.headers.get("Promptd-Release"))
+        return Assembled(format=fmt, body=d, version=version if isinstance(version, int) else None, release=trace)
+    return parse
+
+
+def assemble(agent: str, env: str, variables: Optional[Mapping[str, Any]], user_id: Optional[str],
+             session_id: Optional[str], history: bool, max_history_turns: Optional[int],
+             fmt: str) -> Call[Assembled]:
+    body: dict[str, Any] = {"variables": dict(variables or {}), "history": history}
+    if user_id is not None:
+        body["user_id"] = user_id
+    if session_id is not None:
+        body["session_id"] = session_id
+    if max_history_turns is not None:
+        body["max_history_turns"] = max_history_turns
+    if fmt != "plain":
+        body["format"] = fmt
+    # assemble only reads: safe to retry.
+    return Call("POST", f"/v1/agents/{seg(agent)}/envs/{seg(env)}/assemble", _assembled(fmt), json=body, safe=True)
+
+
+# Releases (read).
+def get_release(release_id: str) -> Call[Release]:
+    return Call("GET", f"/v1/releases/{seg(release_id)}", lambda r: Release.from_json(decode(r)))
+
+
+def list_releases(agent: str, env: str) -> Call[Page]:
+    return Call("GET", f"/v1/agents/{seg(agent)}/envs/{seg(env)}/releases", _page)
+
+
+# Sessions.
+def create_session(agent: str, env: str, session_id: Optional[str], user_id: Optional[str],
+                   metadata: Any, idle_ttl_ms: Optional[int]) -> Call[Session]:
+    body: dict[str, Any] = {"agent": agent, "env": env}
+    for k, v in (("session_id", session_id), ("user_id", user_id), ("metadata", metadata),
+                 ("idle_ttl_ms", idle_ttl_ms)):
+        if v is not None:
+            body[k] = v
+    return Call("POST", "/v1/sessions", lambda r: Session.from_json(decode(r)), json=body, idempotent=True)
+
+
+def get_session(sid: str, since: Optional[int], limit: Optional[int]) -> Call[Session]:
+    return Call("GET", f"/v1/sessions/{seg(sid)}", lambda r: Session.from_json(decode(r)),
+                params={"since": since, "limit": limit})
+
+
+def _fenced(body: dict[str, Any], fence: Optional[int]) -> dict[str, Any]:
+    if fence is not None:
+        body["fence"] = fence
+    return body
+
+
+def append(sid: str, turns: Sequence[TurnLike], expected_revision: int, fence: Optional[int]) -> Call[Appended]:
+    def parse(r: httpx.Response) -> Appended:
+        d = decode(r)
+        return Appended(revision=int(d["revision"]), seqs=[int(s) for s in d.get("seqs") or []])
+    return Call("POST", f"/v1/sessions/{seg(sid)}/turns", parse, idempotent=True,
+                json=_fenced({"expected_revision": expected_revision, "turns": turns_json(turns)}, fence))
+
+
+def put_state(sid: str, key: str, value: Any, expected_revision: int, fence: Optional[int]) -> Call[StateEntry]:
+    def parse(r: httpx.Response) -> StateEntry:
+        d = decode(r)
+        return StateEntry(key=d.get("key", key), value=value, revision=int(d["revision"]))
+    return Call("PUT", f"/v1/sessions/{seg(sid)}/state/{seg(key)}", parse, idempotent=True,
+                json=_fenced({"value": value, "expected_revision": expected_revision}, fence))
+
+
+def get_state(sid: str) -> Call[dict[str, StateEntry]]:
+    def parse(r: httpx.Response) -> dict[str, StateEntry]:
+        d = decode(r) or {}
+        return {k: StateEntry(key=k, value=v.get("value"), revision=int(v.get("revision") or 0))
+                for k, v in d.items() if isinstance(v, dict)}
+    return Call("GET", f"/v1/sessions/{seg(sid)}/state", parse)
+
+
+def close_session(sid: str, expected_revision: int, fence: Optional[int]) -> Call[Session]:
+    return Call("POST", f"/v1/sessions/{seg(sid)}/close", lambda r: Session.from_json(decode(r) or {}),
+                json=_fenced({"expected_revision": expected_revision}, fence))
+
+
+# Session leases.
+def acquire_session_lease(sid: str, holder: str, ttl_ms: int, wait_ms: int, mode: str,
+                          token: Optional[str]) -> Call[LeaseGrant]:
+    body: dict[str, Any] = {"holder": holder, "ttl_ms": ttl_ms, "wait_ms": wait_ms, "mode": mode}
+    if token is not None:
+        body["token"] = token
+    return Call("POST", f"/v1/sessions/{seg(sid)}/lease", lambda r: LeaseGrant.from_json(decode(r)), json=body)
+
+
+def renew_session_lease(sid: str, token: str, ttl_ms: int) -> Call[str]:
+    return Call("POST", f"/v1/sessions/{seg(sid)}/lease/renew", lambda r: str(decode(r).get("expires_at", "")),
+                json={"ttl_ms": ttl_ms}, headers={"Lease-Token": token})
+
+
+def release_session_lease(sid: str, token: str) -> Call[None]:
+    return Call("DELETE", f"/v1/sessions/{seg(sid)}/lease", _none, headers={"Lease-Token": token})
+
+
+# Generic leases.
+def acquire_leases(resources: Sequence[str], holder: str, ttl_ms: int, wait_ms: int) -> Call[Leases]:
+    return Call("POST", "/v1/leases", lambda r: Leases.from_json(decode(r)),
+                json={"resources": list(resources), "holder": holder, "ttl_ms": ttl_ms, "wait_ms": wait_ms})
+
+
+def renew_leases(lease_id: str, token: str, ttl_ms: int) -> Call[str]:
+    return Call("POST", f"/v1/leases/{seg(lease_id)}/renew", lambda r: str(decode(r).get("expires_at", "")),
+                json={"ttl_ms": ttl_ms}, headers={"Lease-Token": token})
+
+
+def release_leases(lease_id: str, token: str) -> Call[None]:
+    return Call("DELETE", f"/v1/leases/{seg(lease_id)}", _none, headers={"Lease-Token": token})
+
+
+# Events (JSON long-poll; the stream is in stream.py).
+def poll_events(since: Optional[str], wait_ms: Optional[int], limit: Optional[int],
+                actions: Optional[str], agent: Optional[str], env: Optional[str]) -> Call[Page]:
+    return Call("GET", "/v1/events", _page, params={"since": since, "wait_ms": wait_ms, "limit": limit,
+                                                    "actions": actions, "agent": agent, "env": env})
+
+
+# Bundles and exposures.
+def exposures(items: list[dict[str, Any]], key: str) -> Call[Any]:
+    return Call("POST", "/v1/exposures", _json, json={"items": items}, headers={"Idempotency-Key": key})
+
+
+def get_exposures(agent: str, env: str, frm: Optional[str], to: Optional[str],
+                  cursor: Optional[str]) -> Call[Page]:
+    return Call("GET", f"/v1/agents/{seg(agent)}/envs/{seg(env)}/exposures", _page,
+                params={"from": frm, "to": to, "cursor": cursor})

@@ -1,0 +1,225 @@
+"""The asyncio client: the surface of :class:`promptd.Client` with ``async``
+methods, sending the same calls (``_calls``)."""
+
+from __future__ import annotations
+
+from typing import Any, AsyncIterator, Callable, Mapping, Optional, Sequence, TypeVar
+
+import httpx
+
+from . import _calls, boards, stream
+from ._http import AsyncSender, Call, RetryPolicy, headers_for
+from .errors import PromptdError, RevisionConflict
+from .lease import AsyncSessionLease
+from .models import (
+    Appended,
+    Assembled,
+    EnvPointer,
+    LeaseGrant,
+    Leases,
+    Page,
+    Release,
+    Resolved,
+    Session,
+    StateEntry,
+    Version,
+)
+
+T = TypeVar("T")
+
+# Lease renewals are not repeated blindly: the keepalive loop retries
+# within the lease's deadline itself.
+LEASE_RETRY = RetryPolicy(attempts=2, base=0.02, cap=0.1, max_retry_after=0.2)
+
+
+class AsyncClient:
+    """``AsyncClient("http://127.0.0.1:8080", token)``; ``async with`` closes it.
+
+    ``transport`` (an ``httpx.AsyncBaseTransport``) and ``http`` (a ready
+    ``httpx.AsyncClient``) are for tests and custom networking."""
+
+    def __init__(self, base_url: str, token: str, *, timeout: float = 10.0, retry: Optional[RetryPolicy] = None,
+                 transport: Optional[httpx.AsyncBaseTransport] = None, http: Optional[httpx.AsyncClient] = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.http = http or httpx.AsyncClient(base_url=self.base_url, headers=headers_for(token), timeout=timeout,
+                                         transport=transport)
+        self._sender = AsyncSender(self.http, retry or RetryPolicy())
+        self._lease_retry = LEASE_RETRY
+        self._leases: dict[str, AsyncSessionLease] = {}
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    async def _send(self, call: Call[T], retry: Optional[RetryPolicy] = None) -> T:
+        return await self._sender.send(call, retry)
+
+    # Versions, envs, releases.
+    async def create_version(self, agent: str, config: Mapping[str, Any], base_version: int, message: str = "") -> Version:
+        return await self._send(_calls.create_version(agent, config, base_version, message))
+
+    async def get_version(self, agent: str, version: int) -> Version:
+        return await self._send(_calls.get_version(agent, version))
+
+    async def list_versions(self, agent: str, limit: Optional[int] = None, cursor: Optional[str] = None) -> Page:
+        return await self._send(_calls.list_versions(agent, limit, cursor))
+
+    async def list_agents(self) -> Page:
+        return await self._send(_calls.list_agents())
+
+    async def get_env(self, agent: str, env: str) -> EnvPointer:
+        return await self._send(_calls.get_env(agent, env))
+
+    async def set_env(self, agent: str, env: str, version: int, expected_revision: int) -> EnvPointer:
+        return await self._send(_calls.set_env(agent, env, version, expected_revision))
+
+    async def revoke(self, agent: str, env: str, version: int, reason: str = "") -> Any:
+        return await self._send(_calls.revoke(agent, env, version, reason))
+
+    async def get_release(self, release_id: str) -> Release:
+        return await self._send(_calls.get_release(release_id))
+
+    async def list_releases(self, agent: str, env: str) -> Page:
+        return await self._send(_calls.list_releases(agent, env))
+
+    # Runtime path.
+    async def resolve(self, agent: str, env: str, user_id: Optional[str] = None,
+                session_id: Optional[str] = None) -> Resolved:
+        return await self._send(_calls.resolve(agent, env, user_id, session_id))
+
+    async def assemble(self, agent: str, env: str, variables: Optional[Mapping[str, Any]] = None, *,
+                 user_id: Optional[str] = None, session_id: Optional[str] = None, history: bool = False,
+                 max_history_turns: Optional[int] = None, format: str = "plain") -> Assembled:
+        return await self._send(_calls.assemble(agent, env, variables, user_id, session_id, history,
+                                          max_history_turns, format))
+
+    # Sessions.
+    async def create_session(self, agent: str, env: str, *, session_id: Optional[str] = None,
+                       user_id: Optional[str] = None, metadata: Any = None,
+                       idle_ttl_ms: Optional[int] = None) -> Session:
+        return await self._send(_calls.create_session(agent, env, session_id, user_id, metadata, idle_ttl_ms))
+
+    async def get_session(self, sid: str, since: Optional[int] = None, limit: Optional[int] = None) -> Session:
+        return await self._send(_calls.get_session(sid, since, limit))
+
+    async def _fenced(self, sid: str, fence: Optional[int], call: Callable[[Optional[int]], Call[T]]) -> T:
+        lease = self._leases.get(sid)
+        if fence is None and lease is not None:
+            fence = lease.fence_for_write()  # raises LeaseLost, sending nothing
+        try:
+            return await self._send(call(fence))
+        except PromptdError as err:
+            if lease is not None:
+                lease.observe(err)
+            raise
+
+    async def append(self, sid: str, turns: Sequence[_calls.TurnLike], expected_revision: int,
+               fence: Optional[int] = None) -> Appended:
+        """Append turns if the session is still at ``expected_revision``
+        (else :class:`RevisionConflict`). Inside ``session_lease(sid)`` the
+        lease's fence is sent."""
+        return await self._fenced(sid, fence, lambda f: _calls.append(sid, turns, expected_revision, f))
+
+    async def append_retrying(self, sid: str, fn: Callable[[Session], Optional[Sequence[_calls.TurnLike]]],
+                        attempts: int = 10) -> Optional[Appended]:
+        """Read the session, let ``fn`` decide the turns from it (None: stop),
+        append at the revision read; on revision_conflict read again."""
+        last: Optional[RevisionConflict] = None
+        for _ in range(max(attempts, 1)):
+            s = await self.get_session(sid)
+            turns = fn(s)
+            if turns is None:
+                return None
+            try:
+                return await self.append(sid, turns, s.revision)
+            except RevisionConflict as err:
+                last = err
+        assert last is not None
+        raise last
+
+    async def put_state(self, sid: str, key: str, value: Any, expected_revision: int,
+                  fence: Optional[int] = None) -> StateEntry:
+        return await self._fenced(sid, fence, lambda f: _calls.put_state(sid, key, value, expected_revision, f))
+
+    async def get_state(self, sid: str) -> dict[str, StateEntry]:
+        return await self._send(_calls.get_state(sid))
+
+    async def close_session(self, sid: str, expected_revision: int, fence: Optional[int] = None) -> Session:
+        return await self._fenced(sid, fence, lambda f: _calls.close_session(sid, expected_revision, f))
+
+    # Session leases.
+    def session_lease(self, sid: str, holder: str, ttl_ms: int = 5000, wait_ms: int = 0,
+                      mode: str = "reject") -> AsyncSessionLease:
+        """``async with client.session_lease(sid, holder) as lease:``: the
+        body is cancelled and LeaseLost raised when the lease is lost."""
+        return AsyncSessionLease(self, sid, holder, ttl_ms, wait_ms, mode)
+
+    async def acquire_session_lease(self, sid: str, holder: str, ttl_ms: int = 5000, wait_ms: int = 0,
+                              mode: str = "reject", token: Optional[str] = None) -> LeaseGrant:
+        return await self._send(_calls.acquire_session_lease(sid, holder, ttl_ms, wait_ms, mode, token))
+
+    async def renew_session_lease(self, sid: str, token: str, ttl_ms: int = 5000) -> str:
+        return await self._send(_calls.renew_session_lease(sid, token, ttl_ms))
+
+    async def release_session_lease(self, sid: str, token: str) -> None:
+        await self._send(_calls.release_session_lease(sid, token))
+
+    # Generic leases.
+    async def acquire_leases(self, resources: Sequence[str], holder: str, ttl_ms: int = 5000,
+                        wait_ms: int = 0) -> Leases:
+        """All of ``resources`` or none (423 lease_held with ``conflicts``)."""
+        return await self._send(_calls.acquire_leases(resources, holder, ttl_ms, wait_ms))
+
+    async def renew_leases(self, lease_id: str, token: str, ttl_ms: int = 5000) -> str:
+        return await self._send(_calls.renew_leases(lease_id, token, ttl_ms))
+
+    async def release_leases(self, lease_id: str, token: str) -> None:
+        await self._send(_calls.release_leases(lease_id, token))
+
+    # Boards (the claim's heartbeat context manager is sync-only for now).
+    async def create_record(self, board: str, payload: Any, *, id: Optional[str] = None,
+                            priority: Optional[int] = None, dedupe_key: Optional[str] = None) -> boards.Record:
+        return await self._send(boards.create_record(board, payload, id, priority, dedupe_key))
+
+    async def get_record(self, board: str, id: str) -> boards.Record:
+        return await self._send(boards.get_record(board, id))
+
+    async def claim_next(self, board: str, holder: str, ttl_ms: Optional[int] = None, wait_ms: int = 0,
+                         min_priority: Optional[int] = None) -> Optional[tuple[boards.Record, int]]:
+        return await self._send(boards.claim_next(board, holder, ttl_ms, wait_ms, min_priority))
+
+    async def heartbeat(self, board: str, id: str, fence: int, ttl_ms: Optional[int] = None) -> dict[str, Any]:
+        return await self._send(boards.heartbeat(board, id, fence, ttl_ms))
+
+    async def update_record(self, board: str, id: str, expected_revision: int, *, state: Optional[str] = None,
+                            payload: Any = None, fence: Optional[int] = None) -> boards.Record:
+        return await self._send(boards.patch_record(board, id, expected_revision, state, payload, fence,
+                                                    payload is not None))
+
+    # Events (stream and JSON long-poll) and exposures.
+    def events(self, since: Optional[str] = None, *, actions: Optional[str] = None, agent: Optional[str] = None,
+               env: Optional[str] = None, board: Optional[str] = None) -> AsyncIterator[dict[str, Any]]:
+        """``async for ev in client.events(since="0"):`` the change feed,
+        reconnecting with Last-Event-ID (see promptd.stream)."""
+        return stream.aevents(self, since, actions, agent, env, board)
+
+    async def poll_events(self, since: Optional[str] = None, wait_ms: Optional[int] = None, limit: Optional[int] = None,
+                    actions: Optional[str] = None, agent: Optional[str] = None, env: Optional[str] = None) -> Page:
+        return await self._send(_calls.poll_events(since, wait_ms, limit, actions, agent, env))
+
+    async def get_exposures(self, agent: str, env: str, frm: Optional[str] = None, to: Optional[str] = None) -> list[
+            dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        cursor: Optional[str] = None
+        while True:
+            page = await self._send(_calls.get_exposures(agent, env, frm, to, cursor))
+            items.extend(page.items)
+            if not page.next:
+                return items
+            cursor = page.next

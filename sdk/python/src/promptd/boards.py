@@ -1,0 +1,193 @@
+"""Boards (API.md, "Boards"): records, claims with fences, heartbeats.
+
+``with client.claim(board, holder) as work:`` takes the next record (None
+when there is none within ``wait_ms``: ``work.record`` is then None),
+heartbeats every ttl/3 on a thread, and ``work.complete(payload)`` /
+``work.fail(payload)`` finish it with the claim's fence. When the claim is
+lost (``stale_fence`` / ``claim_expired``, or no heartbeat succeeded before
+it expired) ``work.lost`` is set, writes raise ``LeaseLost`` without
+calling promptd, and leaving the block raises it. A block left without
+finishing releases the record back to the board.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Optional
+
+import httpx
+
+from ._calls import seg
+from ._http import Call, decode
+from .errors import ClaimExpired, LeaseLost, PromptdError, StaleFence
+from .lease import _Keepalive, lease_lost
+
+if TYPE_CHECKING:
+    from .client import Client
+
+
+@dataclass
+class Record:
+    board: str
+    id: str
+    revision: int
+    state: str
+    owner: Optional[str]
+    fence: int
+    claim_expires_at: Optional[str]
+    claim_ttl_ms: int
+    priority: int
+    attempts: int
+    payload: Any
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "Record":
+        return Record(board=str(d.get("board", "")), id=str(d.get("id", "")), revision=int(d.get("revision") or 0),
+                      state=str(d.get("state", "")), owner=d.get("owner"), fence=int(d.get("fence") or 0),
+                      claim_expires_at=d.get("claim_expires_at"), claim_ttl_ms=int(d.get("claim_ttl_ms") or 0),
+                      priority=int(d.get("priority") or 0), attempts=int(d.get("attempts") or 0),
+                      payload=d.get("payload"), raw=d)
+
+
+def _record(r: httpx.Response) -> Record:
+    return Record.from_json(decode(r))
+
+
+def create_record(board: str, payload: Any, id: Optional[str], priority: Optional[int],
+                  dedupe_key: Optional[str]) -> Call[Record]:
+    body: dict[str, Any] = {"payload": payload}
+    for k, v in (("id", id), ("priority", priority), ("dedupe_key", dedupe_key)):
+        if v is not None:
+            body[k] = v
+    return Call("POST", f"/v1/boards/{seg(board)}/records", _record, json=body, idempotent=True)
+
+
+def get_record(board: str, id: str) -> Call[Record]:
+    return Call("GET", f"/v1/boards/{seg(board)}/records/{seg(id)}", _record)
+
+
+def patch_record(board: str, id: str, expected_revision: int, state: Optional[str], payload: Any,
+                 fence: Optional[int], set_payload: bool) -> Call[Record]:
+    body: dict[str, Any] = {"expected_revision": expected_revision}
+    if state is not None:
+        body["state"] = state
+    if set_payload:
+        body["payload"] = payload
+    if fence is not None:
+        body["fence"] = fence
+    return Call("PATCH", f"/v1/boards/{seg(board)}/records/{seg(id)}", _record, json=body)
+
+
+def claim_next(board: str, holder: str, ttl_ms: Optional[int], wait_ms: int,
+               min_priority: Optional[int]) -> Call[Optional[tuple[Record, int]]]:
+    def parse(r: httpx.Response) -> Optional[tuple[Record, int]]:
+        if r.status_code == 204:
+            return None
+        d = decode(r)
+        return Record.from_json(d["record"]), int(d["fence"])
+    body: dict[str, Any] = {"holder": holder, "wait_ms": wait_ms}
+    if ttl_ms is not None:
+        body["ttl_ms"] = ttl_ms
+    if min_priority is not None:
+        body["min_priority"] = min_priority
+    return Call("POST", f"/v1/boards/{seg(board)}/claim", parse, json=body, idempotent=True)
+
+
+def heartbeat(board: str, id: str, fence: int, ttl_ms: Optional[int]) -> Call[dict[str, Any]]:
+    body: dict[str, Any] = {"fence": fence}
+    if ttl_ms is not None:
+        body["ttl_ms"] = ttl_ms
+    return Call("POST", f"/v1/boards/{seg(board)}/records/{seg(id)}/heartbeat", lambda r: dict(decode(r)), json=body)
+
+
+def release_record(board: str, id: str, fence: int) -> Call[Any]:
+    return Call("POST", f"/v1/boards/{seg(board)}/records/{seg(id)}/release", lambda r: decode(r),
+                json={"fence": fence})
+
+
+class BoardClaim:
+    """A claimed record kept alive by heartbeats (sync); see the module doc."""
+
+    def __init__(self, client: "Client", board: str, holder: str, ttl_ms: int = 30000, wait_ms: int = 0,
+                 min_priority: Optional[int] = None) -> None:
+        self.client, self.board, self.holder = client, board, holder
+        self.wait_ms, self.min_priority = wait_ms, min_priority
+        self.ka = _Keepalive(ttl_ms)
+        self.record: Optional[Record] = None
+        self.fence = 0
+        self.finished = False
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    @property
+    def lost(self) -> threading.Event:
+        return self.ka.lost
+
+    def __enter__(self) -> "BoardClaim":
+        sent = time.monotonic()
+        got = self.client._send(claim_next(self.board, self.holder, self.ka.ttl_ms, self.wait_ms,
+                                           self.min_priority))
+        if got is None:
+            return self
+        self.record, self.fence = got
+        self.ka.granted(sent)
+        self._thread = threading.Thread(target=self._beat, name="promptd-claim", daemon=True)
+        self._thread.start()
+        return self
+
+    def _beat(self) -> None:
+        assert self.record is not None
+        while not self._stop.wait(self.ka.next_wait()):
+            if time.monotonic() >= self.ka.deadline:
+                self.ka.mark_lost(lease_lost("no heartbeat succeeded before the claim expired"))
+                return
+            sent = time.monotonic()
+            try:
+                self.client._send(heartbeat(self.board, self.record.id, self.fence, self.ka.ttl_ms),
+                                  retry=self.client._lease_retry)
+            except (StaleFence, ClaimExpired, LeaseLost) as err:
+                self.ka.mark_lost(err)
+                return
+            except PromptdError:
+                continue
+            self.ka.granted(sent)
+            self.ka.renewals += 1
+
+    def update(self, state: Optional[str] = None, payload: Any = None, *, set_payload: bool = False) -> Record:
+        """A fenced compare-and-set write of the claimed record."""
+        if self.record is None:
+            raise lease_lost("nothing was claimed")
+        self.ka.check()
+        try:
+            rec = self.client._send(patch_record(self.board, self.record.id, self.record.revision, state, payload,
+                                                 self.fence, set_payload or payload is not None))
+        except (StaleFence, ClaimExpired) as err:
+            self.ka.mark_lost(err)
+            raise
+        self.record = rec
+        return rec
+
+    def complete(self, payload: Any = None, state: str = "done") -> Record:
+        rec = self.update(state, payload)
+        self.finished = True
+        return rec
+
+    def fail(self, payload: Any = None, state: str = "failed") -> Record:
+        return self.complete(payload, state)
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self.record is None:
+            return
+        if self.ka.lost.is_set():
+            raise lease_lost(f"board {self.board}: the claim of {self.record.id} was lost") from self.ka.lost_reason
+        if not self.finished:
+            try:
+                self.client._send(release_record(self.board, self.record.id, self.fence))
+            except (StaleFence, ClaimExpired):
+                pass

@@ -1,0 +1,221 @@
+"""The synchronous client. :class:`promptd.aio.AsyncClient` is the same
+surface with ``async`` methods; both send the calls built in ``_calls``."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, TypeVar
+
+import httpx
+
+from . import _calls, boards, stream
+from ._http import Call, RetryPolicy, Sender, headers_for, sync_transport
+from .errors import PromptdError, RevisionConflict
+from .lease import HeldLeases, SessionLease
+from .models import (
+    Appended,
+    Assembled,
+    EnvPointer,
+    LeaseGrant,
+    Leases,
+    Page,
+    Release,
+    Resolved,
+    Session,
+    StateEntry,
+    Version,
+)
+
+T = TypeVar("T")
+
+# Lease renewals are not repeated blindly: the keepalive loop retries
+# within the lease's deadline itself.
+LEASE_RETRY = RetryPolicy(attempts=2, base=0.02, cap=0.1, max_retry_after=0.2)
+
+
+class Client:
+    """A promptd client: ``Client("http://127.0.0.1:8080", token)``.
+
+    ``transport`` (an ``httpx.BaseTransport``) and ``http`` (a ready
+    ``httpx.Client``) are for tests and custom networking."""
+
+    def __init__(self, base_url: str, token: str, *, timeout: float = 10.0, retry: Optional[RetryPolicy] = None,
+                 transport: Optional[httpx.BaseTransport] = None, http: Optional[httpx.Client] = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.http = http or httpx.Client(base_url=self.base_url, headers=headers_for(token), timeout=timeout,
+                                         transport=transport or sync_transport())
+        self._sender = Sender(self.http, retry or RetryPolicy())
+        self._lease_retry = LEASE_RETRY
+        self._leases: dict[str, SessionLease] = {}
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.http.close()
+
+    def _send(self, call: Call[T], retry: Optional[RetryPolicy] = None) -> T:
+        return self._sender.send(call, retry)
+
+    # Versions, envs, releases.
+    def create_version(self, agent: str, config: Mapping[str, Any], base_version: int, message: str = "") -> Version:
+        return self._send(_calls.create_version(agent, config, base_version, message))
+
+    def get_version(self, agent: str, version: int) -> Version:
+        return self._send(_calls.get_version(agent, version))
+
+    def list_versions(self, agent: str, limit: Optional[int] = None, cursor: Optional[str] = None) -> Page:
+        return self._send(_calls.list_versions(agent, limit, cursor))
+
+    def list_agents(self) -> Page:
+        return self._send(_calls.list_agents())
+
+    def get_env(self, agent: str, env: str) -> EnvPointer:
+        return self._send(_calls.get_env(agent, env))
+
+    def set_env(self, agent: str, env: str, version: int, expected_revision: int) -> EnvPointer:
+        return self._send(_calls.set_env(agent, env, version, expected_revision))
+
+    def revoke(self, agent: str, env: str, version: int, reason: str = "") -> Any:
+        return self._send(_calls.revoke(agent, env, version, reason))
+
+    def get_release(self, release_id: str) -> Release:
+        return self._send(_calls.get_release(release_id))
+
+    def list_releases(self, agent: str, env: str) -> Page:
+        return self._send(_calls.list_releases(agent, env))
+
+    # Runtime path.
+    def resolve(self, agent: str, env: str, user_id: Optional[str] = None,
+                session_id: Optional[str] = None) -> Resolved:
+        return self._send(_calls.resolve(agent, env, user_id, session_id))
+
+    def assemble(self, agent: str, env: str, variables: Optional[Mapping[str, Any]] = None, *,
+                 user_id: Optional[str] = None, session_id: Optional[str] = None, history: bool = False,
+                 max_history_turns: Optional[int] = None, format: str = "plain") -> Assembled:
+        return self._send(_calls.assemble(agent, env, variables, user_id, session_id, history,
+                                          max_history_turns, format))
+
+    # Sessions.
+    def create_session(self, agent: str, env: str, *, session_id: Optional[str] = None,
+                       user_id: Optional[str] = None, metadata: Any = None,
+                       idle_ttl_ms: Optional[int] = None) -> Session:
+        return self._send(_calls.create_session(agent, env, session_id, user_id, metadata, idle_ttl_ms))
+
+    def get_session(self, sid: str, since: Optional[int] = None, limit: Optional[int] = None) -> Session:
+        return self._send(_calls.get_session(sid, since, limit))
+
+    def _fenced(self, sid: str, fence: Optional[int], call: Callable[[Optional[int]], Call[T]]) -> T:
+        lease = self._leases.get(sid)
+        if fence is None and lease is not None:
+            fence = lease.fence_for_write()  # raises LeaseLost, sending nothing
+        try:
+            return self._send(call(fence))
+        except PromptdError as err:
+            if lease is not None:
+                lease.observe(err)
+            raise
+
+    def append(self, sid: str, turns: Sequence[_calls.TurnLike], expected_revision: int,
+               fence: Optional[int] = None) -> Appended:
+        """Append turns if the session is still at ``expected_revision``
+        (else :class:`RevisionConflict`). Inside ``session_lease(sid)`` the
+        lease's fence is sent."""
+        return self._fenced(sid, fence, lambda f: _calls.append(sid, turns, expected_revision, f))
+
+    def append_retrying(self, sid: str, fn: Callable[[Session], Optional[Sequence[_calls.TurnLike]]],
+                        attempts: int = 10) -> Optional[Appended]:
+        """Read the session, let ``fn`` decide the turns from it (None: stop),
+        append at the revision read; on revision_conflict read again."""
+        last: Optional[RevisionConflict] = None
+        for _ in range(max(attempts, 1)):
+            s = self.get_session(sid)
+            turns = fn(s)
+            if turns is None:
+                return None
+            try:
+                return self.append(sid, turns, s.revision)
+            except RevisionConflict as err:
+                last = err
+        assert last is not None
+        raise last
+
+    def put_state(self, sid: str, key: str, value: Any, expected_revision: int,
+                  fence: Optional[int] = None) -> StateEntry:
+        return self._fenced(sid, fence, lambda f: _calls.put_state(sid, key, value, expected_revision, f))
+
+    def get_state(self, sid: str) -> dict[str, StateEntry]:
+        return self._send(_calls.get_state(sid))
+
+    def close_session(self, sid: str, expected_revision: int, fence: Optional[int] = None) -> Session:
+        return self._fenced(sid, fence, lambda f: _calls.close_session(sid, expected_revision, f))
+
+    # Session leases.
+    def session_lease(self, sid: str, holder: str, ttl_ms: int = 5000, wait_ms: int = 0,
+                      mode: str = "reject") -> SessionLease:
+        """``with client.session_lease(sid, holder) as lease:`` (see promptd.lease)."""
+        return SessionLease(self, sid, holder, ttl_ms, wait_ms, mode)
+
+    def acquire_session_lease(self, sid: str, holder: str, ttl_ms: int = 5000, wait_ms: int = 0,
+                              mode: str = "reject", token: Optional[str] = None) -> LeaseGrant:
+        return self._send(_calls.acquire_session_lease(sid, holder, ttl_ms, wait_ms, mode, token))
+
+    def renew_session_lease(self, sid: str, token: str, ttl_ms: int = 5000) -> str:
+        return self._send(_calls.renew_session_lease(sid, token, ttl_ms))
+
+    def release_session_lease(self, sid: str, token: str) -> None:
+        self._send(_calls.release_session_lease(sid, token))
+
+    # Generic leases.
+    def acquire_leases(self, resources: Sequence[str], holder: str, ttl_ms: int = 5000,
+                        wait_ms: int = 0) -> Leases:
+        """All of ``resources`` or none (423 lease_held with ``conflicts``)."""
+        return self._send(_calls.acquire_leases(resources, holder, ttl_ms, wait_ms))
+
+    def renew_leases(self, lease_id: str, token: str, ttl_ms: int = 5000) -> str:
+        return self._send(_calls.renew_leases(lease_id, token, ttl_ms))
+
+    def release_leases(self, lease_id: str, token: str) -> None:
+        self._send(_calls.release_leases(lease_id, token))
+
+    def lease(self, resources: Sequence[str], holder: str, ttl_ms: int = 5000, wait_ms: int = 0) -> HeldLeases:
+        """``with client.lease(["order:1"], holder) as held:`` renewed in the background."""
+        return HeldLeases(self, resources, holder, ttl_ms, wait_ms)
+
+    # Boards.
+    def create_record(self, board: str, payload: Any, *, id: Optional[str] = None, priority: Optional[int] = None,
+                      dedupe_key: Optional[str] = None) -> boards.Record:
+        return self._send(boards.create_record(board, payload, id, priority, dedupe_key))
+
+    def get_record(self, board: str, id: str) -> boards.Record:
+        return self._send(boards.get_record(board, id))
+
+    def claim(self, board: str, holder: str, ttl_ms: int = 30000, wait_ms: int = 0,
+              min_priority: Optional[int] = None) -> boards.BoardClaim:
+        """``with client.claim(board, holder) as work:`` (see promptd.boards)."""
+        return boards.BoardClaim(self, board, holder, ttl_ms, wait_ms, min_priority)
+
+    # Events (stream and JSON long-poll) and exposures.
+    def events(self, since: Optional[str] = None, *, actions: Optional[str] = None, agent: Optional[str] = None,
+               env: Optional[str] = None, board: Optional[str] = None) -> Iterator[dict[str, Any]]:
+        """``for ev in client.events(since="0"):`` the change feed, reconnecting
+        with Last-Event-ID (see promptd.stream)."""
+        return stream.events(self, since, actions, agent, env, board)
+
+    def poll_events(self, since: Optional[str] = None, wait_ms: Optional[int] = None, limit: Optional[int] = None,
+                    actions: Optional[str] = None, agent: Optional[str] = None, env: Optional[str] = None) -> Page:
+        return self._send(_calls.poll_events(since, wait_ms, limit, actions, agent, env))
+
+    def get_exposures(self, agent: str, env: str, frm: Optional[str] = None, to: Optional[str] = None) -> list[
+            dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        cursor: Optional[str] = None
+        while True:
+            page = self._send(_calls.get_exposures(agent, env, frm, to, cursor))
+            items.extend(page.items)
+            if not page.next:
+                return items
+            cursor = page.next

@@ -1,0 +1,248 @@
+"""Typed answers of promptd (API.md). Each keeps the decoded JSON in ``raw``
+so that fields added by a newer server are never lost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional
+
+
+def _opt_int(v: Any) -> Optional[int]:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _str(v: Any) -> str:
+    return v if isinstance(v, str) else ""
+
+
+@dataclass
+class Trace:
+    """Why a release decided the version: ``arm`` baseline|candidate,
+    ``bucket`` (None without a key), ``reason`` bucket|override|pinned."""
+
+    id: str
+    arm: str
+    bucket: Optional[int]
+    percent: Any = None
+    reason: Optional[str] = None
+
+    @staticmethod
+    def from_json(d: Any) -> Optional["Trace"]:
+        if not isinstance(d, Mapping):
+            return None
+        return Trace(id=_str(d.get("id")), arm=_str(d.get("arm")), bucket=_opt_int(d.get("bucket")),
+                     percent=d.get("percent"), reason=d.get("reason"))
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "arm": self.arm, "bucket": self.bucket}
+        if self.percent is not None:
+            out["percent"] = self.percent
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass
+class Resolved:
+    """GET .../prompt: the version this caller gets, its config and why."""
+
+    agent: str
+    env: str
+    version: int
+    content_hash: str
+    config: Mapping[str, Any]
+    release: Optional[Trace]
+    pinned: bool
+    repinned_from: Optional[int] = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "Resolved":
+        return Resolved(agent=_str(d.get("agent")), env=_str(d.get("env")), version=int(d["version"]),
+                        content_hash=_str(d.get("content_hash")), config=dict(d.get("config") or {}),
+                        release=Trace.from_json(d.get("release")), pinned=bool(d.get("pinned")),
+                        repinned_from=_opt_int(d.get("repinned_from")), raw=d)
+
+
+@dataclass
+class Assembled:
+    """POST .../assemble: ``body`` is the exact answer (for ``format="openai"``
+    the body of a Chat Completions request, ready to send)."""
+
+    format: str
+    body: dict[str, Any]
+    version: Optional[int]
+    release: Optional[Trace]
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        m = self.body.get("messages")
+        return list(m) if isinstance(m, list) else []
+
+
+@dataclass(frozen=True)
+class Turn:
+    role: str
+    content: Any = None
+    name: Optional[str] = None
+    tool_call_id: Optional[str] = None
+    tool_calls: Optional[list[Any]] = None
+    metadata: Optional[dict[str, Any]] = None
+    seq: Optional[int] = None
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> "Turn":
+        return Turn(role=_str(d.get("role")), content=d.get("content"), name=d.get("name"),
+                    tool_call_id=d.get("tool_call_id"), tool_calls=d.get("tool_calls"),
+                    metadata=d.get("metadata"), seq=_opt_int(d.get("seq")))
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        for k in ("name", "tool_call_id", "tool_calls", "metadata"):
+            v = getattr(self, k)
+            if v is not None:
+                out[k] = v
+        return out
+
+
+@dataclass(frozen=True)
+class LeaseInfo:
+    holder: str
+    fence: int
+    expires_at: str
+
+
+@dataclass(frozen=True)
+class Session:
+    session_id: str
+    agent: str
+    env: str
+    user_id: Optional[str]
+    pinned_version: Optional[int]
+    revision: int
+    state: str
+    fence: int
+    lease: Optional[LeaseInfo]
+    metadata: Any
+    turns: list[Turn]
+    state_keys: list[str]
+    next: Optional[str]
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "Session":
+        lease = d.get("lease")
+        return Session(
+            session_id=_str(d.get("session_id")), agent=_str(d.get("agent")), env=_str(d.get("env")),
+            user_id=d.get("user_id") or None, pinned_version=_opt_int(d.get("pinned_version")),
+            revision=int(d.get("revision") or 0), state=_str(d.get("state")), fence=int(d.get("fence") or 0),
+            lease=LeaseInfo(holder=_str(lease.get("holder")), fence=int(lease.get("fence") or 0),
+                            expires_at=_str(lease.get("expires_at"))) if isinstance(lease, Mapping) else None,
+            metadata=d.get("metadata"), turns=[Turn.from_json(t) for t in d.get("turns") or []],
+            state_keys=list(d.get("state_keys") or []), next=d.get("next_since"), raw=d)
+
+
+@dataclass(frozen=True)
+class Appended:
+    revision: int
+    seqs: list[int]
+
+
+@dataclass(frozen=True)
+class StateEntry:
+    key: str
+    value: Any
+    revision: int
+
+
+@dataclass(frozen=True)
+class LeaseGrant:
+    """A session lease: pass ``token`` to renew/release, write with ``fence``."""
+
+    lease_id: str
+    token: str
+    fence: int
+    expires_at: str
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> "LeaseGrant":
+        return LeaseGrant(lease_id=_str(d.get("lease_id")), token=_str(d.get("token")),
+                          fence=int(d.get("fence") or 0), expires_at=_str(d.get("expires_at")))
+
+
+@dataclass(frozen=True)
+class Leases:
+    """A generic lease on several resources, one fence per resource."""
+
+    lease_id: str
+    token: str
+    fences: dict[str, int]
+    expires_at: str
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> "Leases":
+        return Leases(lease_id=_str(d.get("lease_id")), token=_str(d.get("token")),
+                      fences={k: int(v) for k, v in (d.get("fences") or {}).items()},
+                      expires_at=_str(d.get("expires_at")))
+
+
+@dataclass(frozen=True)
+class Version:
+    agent: str
+    version: int
+    config: dict[str, Any]
+    content_hash: str
+    message: str
+    created_by: str
+    created_at: str
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> "Version":
+        return Version(agent=_str(d.get("agent")), version=int(d["version"]), config=dict(d.get("config") or {}),
+                       content_hash=_str(d.get("content_hash")), message=_str(d.get("message")),
+                       created_by=_str(d.get("created_by")), created_at=_str(d.get("created_at")))
+
+
+@dataclass(frozen=True)
+class EnvPointer:
+    agent: str
+    env: str
+    version: int
+    revision: int
+    revoked: list[int]
+    release: Optional[dict[str, Any]]
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "EnvPointer":
+        rel = d.get("release")
+        return EnvPointer(agent=_str(d.get("agent")), env=_str(d.get("env")), version=int(d.get("version") or 0),
+                          revision=int(d.get("revision") or 0), revoked=[int(v) for v in d.get("revoked") or []],
+                          release=rel if isinstance(rel, dict) else None, raw=d)
+
+
+@dataclass(frozen=True)
+class Release:
+    id: str
+    agent: str
+    env: str
+    state: str
+    baseline_version: int
+    candidate_version: int
+    percent: Any
+    stickiness: str
+    revision: int
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "Release":
+        return Release(id=_str(d.get("id")), agent=_str(d.get("agent")), env=_str(d.get("env")),
+                       state=_str(d.get("state")), baseline_version=int(d.get("baseline_version") or 0),
+                       candidate_version=int(d.get("candidate_version") or 0), percent=d.get("percent"),
+                       stickiness=_str(d.get("stickiness")), revision=int(d.get("revision") or 0), raw=d)
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[dict[str, Any]]
+    next: Optional[str]
