@@ -94,11 +94,11 @@ run bash -c "cd examples/embedded && go vet ./... && go run ."
 section "sdk/python: mypy --strict, pyflakes, pytest against a real promptd"
 python_pkgs=""
 for mod in httpx:python3-httpx pytest:python3-pytest mypy:python3-mypy pyflakes:python3-pyflakes; do
-	/usr/bin/python3 -c "import ${mod%%:*}" 2>/dev/null || python_pkgs="$python_pkgs ${mod#*:}"
+	[ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import ${mod%%:*}" 2>/dev/null || python_pkgs="$python_pkgs ${mod#*:}"
 done
 if [ -n "$python_pkgs" ]; then
 	# shellcheck disable=SC2086 # one word per package
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q $python_pkgs >/dev/null
+	{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $python_pkgs; } >/dev/null
 fi
 python_bin=$PROMPTD_SERVICES_DIR/promptd-py
 run go build -o "$python_bin" ./cmd/promptd
