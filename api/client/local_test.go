@@ -249,7 +249,7 @@ func TestLocalPrompts_exposures_countedOnceEach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 3000
+	const n = 3334 // with the Python and TypeScript SDKs' 3,333 each: 10,000
 	want := map[string]int64{}
 	for i := 0; i < n; i++ {
 		res, err := lp.Resolve(ctx, bundle.Request{Agent: agent, Env: "prod", UserID: fmt.Sprint("x", i)})
