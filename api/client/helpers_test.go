@@ -29,7 +29,7 @@ type server struct {
 	tokens string
 }
 
-func startPromptd(t *testing.T) *server {
+func startPromptd(t testing.TB) *server {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts promptd")
@@ -81,7 +81,7 @@ func (tr *tracer) count(status int) int {
 	return n
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx

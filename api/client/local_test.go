@@ -48,7 +48,7 @@ func (c *counting) snapshot() map[string]int {
 // localServer is a promptd with agent "loc" in env prod: a template
 // config (variables, skills, memory, chat messages, a model), v1 on the
 // pointer and a running release of v2 at 30 %.
-func localServer(t *testing.T) (*server, string) {
+func localServer(t testing.TB) (*server, string) {
 	t.Helper()
 	s := startPromptd(t)
 	ctx := ctxT(t)
