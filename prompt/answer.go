@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Output formats of an assembly.
@@ -76,10 +77,60 @@ func encode(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// openAIHeads memoizes the start of the openai body per model object
+// (`{"model":"<name>",<other keys>`): configs are immutable, so a model's
+// head never changes, and computing it parses the model each time.
+var openAIHeads = struct {
+	sync.Mutex
+	m map[string][]byte
+}{m: map[string][]byte{}}
+
+// maxOpenAIHeads bounds the memo; past it, it starts over.
+const maxOpenAIHeads = 4096
+
 func (a *Assembled) openAI() ([]byte, error) {
+	openAIHeads.Lock()
+	head, ok := openAIHeads.m[string(a.Model)]
+	openAIHeads.Unlock()
+	if !ok {
+		var err error
+		if head, err = openAIHead(a.Model); err != nil {
+			return nil, err
+		}
+		openAIHeads.Lock()
+		if len(openAIHeads.m) >= maxOpenAIHeads {
+			clear(openAIHeads.m)
+		}
+		openAIHeads.m[string(a.Model)] = head
+		openAIHeads.Unlock()
+	}
+	b := bytes.NewBuffer(make([]byte, 0, len(head)+512))
+	b.Write(head)
+	msgs, err := encode(a.Messages)
+	if err != nil {
+		return nil, err
+	}
+	b.WriteString(`,"messages":`)
+	b.Write(bytes.TrimSuffix(msgs, []byte("\n")))
+	if len(a.Tools) > 0 {
+		tools, err := encode(a.Tools)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(`,"tools":`)
+		b.Write(bytes.TrimSuffix(tools, []byte("\n")))
+	}
+	b.WriteString("}\n")
+	return b.Bytes(), nil
+}
+
+// openAIHead is `{"model":"<model.name>"` and the model's other keys at
+// the top level, sorted, values as written; a model without a name, or
+// with a key the body sets itself, is invalid_config.
+func openAIHead(modelJSON json.RawMessage) ([]byte, error) {
 	var model map[string]json.RawMessage
-	if len(a.Model) > 0 && a.Model[0] == '{' {
-		if err := json.Unmarshal(a.Model, &model); err != nil {
+	if len(modelJSON) > 0 && modelJSON[0] == '{' {
+		if err := json.Unmarshal(modelJSON, &model); err != nil {
 			return nil, err
 		}
 	}
@@ -110,21 +161,6 @@ func (a *Assembled) openAI() ([]byte, error) {
 			return nil, err
 		}
 	}
-	msgs, err := encode(a.Messages)
-	if err != nil {
-		return nil, err
-	}
-	b.WriteString(`,"messages":`)
-	b.Write(bytes.TrimSuffix(msgs, []byte("\n")))
-	if len(a.Tools) > 0 {
-		tools, err := encode(a.Tools)
-		if err != nil {
-			return nil, err
-		}
-		b.WriteString(`,"tools":`)
-		b.Write(bytes.TrimSuffix(tools, []byte("\n")))
-	}
-	b.WriteString("}\n")
 	return b.Bytes(), nil
 }
 

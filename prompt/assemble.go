@@ -83,10 +83,38 @@ func (c *Config) Conversation(vars map[string]string, history []Message) []Messa
 	return append(out, history...)
 }
 
-// jsonString is s as a JSON string, as encoding/json writes it.
+// jsonString is s as a JSON string, byte for byte as json.Marshal writes
+// it (HTML characters escaped). Printable ASCII with newlines and tabs,
+// what prompts mostly are, is written here; anything else goes through
+// json.Marshal.
 func jsonString(s string) json.RawMessage {
-	b, _ := json.Marshal(s)
-	return b
+	extra := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+			extra++
+		case c < 0x20 || c >= 0x7f || c == '<' || c == '>' || c == '&':
+			b, _ := json.Marshal(s)
+			return b
+		}
+	}
+	b := make([]byte, 0, len(s)+extra+2)
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
 }
 
 // FixedSize is the size of what an assembly holds besides the history:

@@ -2,6 +2,7 @@ package prompt
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -58,5 +59,18 @@ func FuzzParseConfig(f *testing.F) {
 			vars[n] = "x"
 		}
 		_ = c.SystemMessage(vars)
+	})
+}
+
+// FuzzJSONString: jsonString writes exactly what json.Marshal writes.
+func FuzzJSONString(f *testing.F) {
+	for _, s := range []string{"", "plain", "a\nb\tc\r\"q\" \\ back", "<b>&amp;</b>", "é ü \u2028 \u2029", "\x00\x1f\x7f", "\xff bad"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := jsonString(s); string(got) != string(want) {
+			t.Fatalf("jsonString(%q) = %s, json.Marshal %s", s, got, want)
+		}
 	})
 }
