@@ -91,6 +91,11 @@ done
 section "examples/embedded: promptd as a library from a module of its own"
 run bash -c "cd examples/embedded && go vet ./... && go run ."
 
+section "sdk/typescript: npm ci, lint, tsc --strict, tests on a real promptd, openai type check, LangGraph double run"
+run bash -c 'go build -o "$PROMPTD_SERVICES_DIR/promptd-ts" ./cmd/promptd &&
+	cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run lint && npm run build &&
+	export PROMPTD_BIN="$PROMPTD_SERVICES_DIR/promptd-ts" && npm test'
+
 if [ -f bench/go.mod ]; then
 	section "bench: go vet, its unit tests and a short benchmark run"
 	run bash -c "cd bench && go vet ./... && go test -count=1 -bench . -benchtime 200x ./..."

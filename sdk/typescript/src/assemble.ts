@@ -4,7 +4,7 @@
 // server finds scanning UTF-8 bytes.
 
 import { InvalidConfigError, InvalidVariableError, MissingVariableError } from "./errors.js";
-import type { AssembledPlain, FunctionTool, Message, OpenAIChatBody, OpenAIMessage, PromptConfig, ReleaseTrace } from "./types.js";
+import type { AssembledPlain, Message, OpenAIChatBody, OpenAIMessage, PromptConfig, ReleaseTrace } from "./types.js";
 
 const isNameStart = (c: number): boolean => c === 95 || (c >= 97 && c <= 122) || (c >= 65 && c <= 90);
 const isDigit = (c: number): boolean => c >= 48 && c <= 57;
@@ -38,7 +38,7 @@ export function render(s: string, vars: Readonly<Record<string, string>>): strin
     i = k;
     const p = placeholderAt(s, i);
     if (p) {
-      out += Object.prototype.hasOwnProperty.call(vars, p.name) ? vars[p.name] : "";
+      out += Object.prototype.hasOwnProperty.call(vars, p.name) ? (vars[p.name] ?? "") : "";
       i = p.end;
       continue;
     }
@@ -104,7 +104,7 @@ export function assemblePlain(p: Picked, variables?: Readonly<Record<string, unk
     version: p.version,
     content_hash: p.content_hash,
     messages: messages(p.config, vars),
-    tools: (p.config.tools ?? []) as FunctionTool[],
+    tools: p.config.tools ?? [],
     model: p.config.model ?? null,
     release: p.release,
     pinned: p.pinned,
@@ -119,7 +119,7 @@ export function assembleOpenAI(p: Picked, variables?: Readonly<Record<string, un
   }
   const { name, ...rest } = model;
   const body = { model: name, ...rest } as OpenAIChatBody & Record<string, unknown>;
-  body.messages = messages(p.config, vars).map((m) => ({ role: m.role, content: m.content }) as OpenAIMessage);
+  body.messages = messages(p.config, vars).map((m): OpenAIMessage => ({ role: m.role, content: m.content }) as OpenAIMessage);
   if (p.config.tools && p.config.tools.length > 0) body.tools = p.config.tools;
   return body;
 }

@@ -80,7 +80,7 @@ export class Client {
     if (req.history !== undefined) body["history"] = req.history;
     if (req.maxHistoryTurns !== undefined) body["max_history_turns"] = req.maxHistoryTurns;
     const a = await this.http.do<AssembledPlain | OpenAIChatBody>({ method: "POST", path: envPath(agent, env) + "/assemble", body }, opts);
-    return { body: a.body, promptdVersion: a.headers.get("promptd-version"), promptdRelease: a.headers.get("promptd-release") } as Assembled<"plain" | "openai">;
+    return { body: a.body, promptdVersion: a.headers.get("promptd-version"), promptdRelease: a.headers.get("promptd-release") };
   }
 
   // Releases.

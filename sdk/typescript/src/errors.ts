@@ -117,7 +117,7 @@ type ErrorClass<C extends ErrorCode> = new (
 function errorClass<C extends ErrorCode>(code: C, name: string): ErrorClass<C> {
   const cls = class extends PromptdError<C> {};
   Object.defineProperty(cls, "name", { value: name });
-  void code;
+  Object.defineProperty(cls, "code", { value: code }); // StaleFenceError.code === "stale_fence"
   return cls;
 }
 

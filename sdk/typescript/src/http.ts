@@ -76,10 +76,14 @@ export function backoffMs(attempt: number, capMs: number, baseMs = 100): number 
   return Math.random() * Math.min(capMs, baseMs * 2 ** attempt);
 }
 
+function asError(v: unknown): Error {
+  return v instanceof Error ? v : new Error(String(v));
+}
+
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
-      reject(signal.reason);
+      reject(asError(signal.reason));
       return;
     }
     const t = setTimeout(() => {
@@ -88,7 +92,7 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }, ms);
     const onAbort = (): void => {
       clearTimeout(t);
-      reject(signal?.reason);
+      reject(asError(signal?.reason));
     };
     signal?.addEventListener("abort", onAbort, { once: true });
   });
@@ -169,7 +173,7 @@ export class Transport {
       try {
         res = await this.fetchFn(url, { method: req.method, headers, ...(body !== undefined ? { body } : {}), signal });
       } catch (err) {
-        if (opts?.signal?.aborted) throw opts.signal.reason;
+        if (opts?.signal?.aborted) throw asError(opts.signal.reason);
         if (attempt < this.retries && (safe || refused(err))) {
           await sleep(backoffMs(attempt, this.maxWait), opts?.signal);
           continue;
@@ -179,7 +183,7 @@ export class Transport {
       if (res.ok || req.accept?.includes(res.status)) {
         const text = res.status === 204 || res.status === 304 ? "" : await res.text();
         const ct = res.headers.get("content-type") ?? "";
-        const parsed = text === "" ? undefined : ct.includes("json") ? JSON.parse(text) : text;
+        const parsed: unknown = text === "" ? undefined : ct.includes("json") ? (JSON.parse(text) as unknown) : text;
         return { status: res.status, headers: res.headers, body: parsed as T };
       }
       const text = await res.text();

@@ -128,10 +128,10 @@ export class PromptdCheckpointSaver extends BaseCheckpointSaver {
     const signal = o.signal ? AbortSignal.any([lease.signal, o.signal]) : lease.signal;
     try {
       const out = await this.runs.run({ sessionId, lease }, () => fn(signal));
-      if (lease.lost) throw lease.lostError;
+      if (lease.lostError) throw lease.lostError;
       return out;
     } catch (err) {
-      if (lease.lost) throw lease.lostError;
+      if (lease.lostError) throw lease.lostError;
       throw err;
     } finally {
       lease.stop();

@@ -139,7 +139,7 @@ export class HeldLease {
     return this.write(() => this.client.closeSession(this.sessionId, { expectedRevision, fence: this.fence }, this.opts(o)));
   }
   /** Appends with the lease's fence, re-reading the revision on revision_conflict. */
-  appendOptimistic(build: (s: Session) => NewTurn[], o?: CallOptions & { maxAttempts?: number }): Promise<{ revision: number; seqs: number[] }> {
+  appendOptimistic(build: (s: Session) => NewTurn[] | Promise<NewTurn[]>, o?: CallOptions & { maxAttempts?: number }): Promise<{ revision: number; seqs: number[] }> {
     return this.write(() => appendOptimistic(this.client, this.sessionId, build, { ...this.opts(o), fence: this.fence, ...(o?.maxAttempts ? { maxAttempts: o.maxAttempts } : {}) }));
   }
 
@@ -174,13 +174,10 @@ export async function withSessionLease<T>(
   const signal = o.signal ? AbortSignal.any([held.signal, o.signal]) : held.signal;
   try {
     const out = await work(held, signal);
-    if (held.lost) throw held.lostError;
+    if (held.lostError) throw held.lostError;
     return out;
   } catch (err) {
-    if (held.lost && !(err instanceof LeaseLostError)) {
-      const e = held.lostError as LeaseLostError;
-      throw e;
-    }
+    if (held.lostError && !(err instanceof LeaseLostError)) throw held.lostError;
     throw err;
   } finally {
     held.stop();
@@ -194,17 +191,17 @@ export async function withSessionLease<T>(
  * maxAttempts, default 5). A fence, when given, is sent with every attempt.
  */
 export async function appendOptimistic(
-  client: Client, sessionId: string, build: (s: Session) => NewTurn[],
+  client: Client, sessionId: string, build: (s: Session) => NewTurn[] | Promise<NewTurn[]>,
   o: CallOptions & { fence?: number; maxAttempts?: number } = {},
 ): Promise<{ revision: number; seqs: number[] }> {
   const max = o.maxAttempts ?? 5;
-  const { fence, maxAttempts: _m, idempotencyKey: _k, ...call } = o;
-  void _m;
-  void _k;
+  const { fence } = o;
+  // Each attempt is a new logical call (new revision), so a new Idempotency-Key.
+  const call: CallOptions = { ...(o.signal ? { signal: o.signal } : {}), ...(o.traceparent ? { traceparent: o.traceparent } : {}) };
   for (let attempt = 1; ; attempt++) {
     const s = await client.getSession(sessionId, { limit: 1 }, call);
     try {
-      return await client.appendTurns(sessionId, build(s), { expectedRevision: s.revision, ...(fence !== undefined ? { fence } : {}) }, call);
+      return await client.appendTurns(sessionId, await build(s), { expectedRevision: s.revision, ...(fence !== undefined ? { fence } : {}) }, call);
     } catch (err) {
       if (!(err instanceof RevisionConflictError) || attempt >= max) throw err;
     }

@@ -85,7 +85,7 @@ test("PromptdCheckpointSaver_twoConcurrentRunsOnOneThread_staleRunFailsWithStale
   const { threadId, saver, run1, run2 } = await doubleRun(false);
   assert.ok(!(run2 instanceof Error), `run 2 completed: ${String(run2)}`);
   assert.ok(run1 instanceof LeaseLostError, `run 1 rejected with LeaseLostError, got ${String(run1)}`);
-  assert.ok((run1 as LeaseLostError).cause instanceof StaleFenceError, "the server refused run 1's write with stale_fence");
+  assert.ok(run1.cause instanceof StaleFenceError, "the server refused run 1's write with stale_fence");
   const forks = [...(await children(saver, threadId))].filter(([, c]) => c.length > 1);
   assert.deepEqual(forks, [], "no two checkpoints with the same parent");
   const latest = await saver.getTuple({ configurable: { thread_id: threadId } });

@@ -15,5 +15,5 @@ export async function plainIsNotARequestBody(promptd: Client): Promise<void> {
   const { body } = await promptd.assemble("support", "prod", { variables: {} });
   // @ts-expect-error the plain format carries `model` as an object and extra keys
   const params: ChatCompletionCreateParamsNonStreaming = body;
-  void params;
+  console.log(params);
 }
