@@ -30,6 +30,9 @@ type releaseResponse struct {
 	CreatedAt        timestamp            `json:"created_at"`
 	UpdatedAt        timestamp            `json:"updated_at"`
 	History          []transitionResponse `json:"history,omitempty"`
+	// Overrides are the hashed keys forced onto each arm (never raw ids:
+	// they are not stored, see release.Overrides); not in lists.
+	Overrides *release.Overrides `json:"overrides,omitempty"`
 }
 
 // transitionResponse is one entry of a release's history.
@@ -49,6 +52,10 @@ func releaseBody(r *release.Release) releaseResponse {
 		CandidateVersion: r.CandidateVersion, Percent: r.Percent, Stickiness: r.Stickiness, Steps: r.Steps,
 		StepsApplied: r.StepsApplied, Revision: r.Revision, Message: r.Message, CreatedBy: r.CreatedBy,
 		CreatedAt: timestamp(r.CreatedAt), UpdatedAt: timestamp(r.UpdatedAt)}
+	if r.History != nil { // a release read whole (not a list item)
+		o := r.Overrides
+		out.Overrides = &o
+	}
 	if out.Steps == nil {
 		out.Steps = []release.Step{}
 	}
@@ -99,9 +106,24 @@ type createReleaseRequest struct {
 	Steps            []json.RawMessage `json:"steps"`
 	Message          string            `json:"message"`
 	ExpectedRevision *int64            `json:"expected_revision"`
+	Overrides        *overridesRequest `json:"overrides"`
 
 	percent string
 	steps   []release.Step
+}
+
+// overridesRequest are the ids forced onto each arm (raw; the server keeps
+// only their hashes).
+type overridesRequest struct {
+	Candidate []string `json:"candidate"`
+	Baseline  []string `json:"baseline"`
+}
+
+func (o *overridesRequest) input() *release.OverridesInput {
+	if o == nil {
+		return nil
+	}
+	return &release.OverridesInput{Candidate: o.Candidate, Baseline: o.Baseline}
 }
 
 func (r *createReleaseRequest) validate() error {
@@ -153,7 +175,8 @@ func (s *Server) handleCreateRelease(c echo.Context) error {
 	}
 	ctx := onCommit(s, c, http.StatusCreated, releaseEntity)
 	rel, err := rs.Create(ctx, release.CreateInput{Agent: agent, Env: env, CandidateVersion: *req.CandidateVersion,
-		Percent: req.percent, Stickiness: req.Stickiness, Steps: req.steps, Message: req.Message, ExpectedRevision: expected})
+		Percent: req.percent, Stickiness: req.Stickiness, Steps: req.steps, Message: req.Message, ExpectedRevision: expected,
+		Overrides: req.Overrides.input()})
 	if err != nil {
 		return headerErr(err, viaHeader)
 	}
@@ -206,16 +229,27 @@ func (s *Server) handleListReleases(c echo.Context) error {
 
 // patchReleaseRequest is the body of PATCH /v1/releases/{id}.
 type patchReleaseRequest struct {
-	Percent          json.RawMessage `json:"percent"`
-	ExpectedRevision *int64          `json:"expected_revision"`
-	Reason           string          `json:"reason"`
+	Percent          json.RawMessage   `json:"percent"`
+	ExpectedRevision *int64            `json:"expected_revision"`
+	Reason           string            `json:"reason"`
+	Overrides        *overridesRequest `json:"overrides"`
 
 	percent string
 }
 
+// validate: a percent, overrides, or both.
 func (r *patchReleaseRequest) validate() (err error) {
-	r.percent, err = decimal(r.Percent, "percent", true)
+	r.percent, err = decimal(r.Percent, "percent", r.Overrides == nil)
 	return err
+}
+
+// action is the release change a PATCH asks for: a percent (with or
+// without overrides) or the override lists alone.
+func (r *patchReleaseRequest) action() release.Action {
+	if r.percent == "" && r.Overrides != nil {
+		return release.ActOverrides
+	}
+	return release.ActPercent
 }
 
 // handlePatchRelease: PATCH /v1/releases/{id} (admin) sets the percent of a
@@ -239,8 +273,8 @@ func (s *Server) handlePatchRelease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rel, err := rs.Transition(c.Request().Context(), id, release.ActPercent,
-		release.TransitionInput{ExpectedRevision: &expected, Percent: req.percent, Reason: req.Reason})
+	rel, err := rs.Transition(c.Request().Context(), id, req.action(),
+		release.TransitionInput{ExpectedRevision: &expected, Percent: req.percent, Reason: req.Reason, Overrides: req.Overrides.input()})
 	if err != nil {
 		return headerErr(err, viaHeader)
 	}

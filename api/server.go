@@ -91,6 +91,9 @@ type Config struct {
 	// ImportMaxBytes is the body limit of POST /v1/import; zero means
 	// DefaultImportMaxBytes.
 	ImportMaxBytes int64
+	// BundleMaxBytes is the largest GET /v1/bundle answer; zero means
+	// DefaultBundleMaxBytes.
+	BundleMaxBytes int64
 
 	// Connection limits (zero means the default of each). See
 	// DefaultReadTimeout and the others for what each bounds.
@@ -180,6 +183,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.ImportMaxBytes <= 0 {
 		cfg.ImportMaxBytes = DefaultImportMaxBytes
+	}
+	if cfg.BundleMaxBytes <= 0 {
+		cfg.BundleMaxBytes = DefaultBundleMaxBytes
 	}
 	cfg.ReadHeaderTimeout = cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	cfg.ReadTimeout = cmp.Or(cfg.ReadTimeout, DefaultReadTimeout)

@@ -25,6 +25,9 @@ const (
 	ActRollback Action = "rollback"
 	ActPercent  Action = "percent" // PATCH: a new percent, remaining steps cancelled
 	ActStep     Action = "step"    // a scheduled percent step
+	// ActOverrides replaces the override lists (PATCH with overrides and
+	// no percent); the percent and the remaining steps stay.
+	ActOverrides Action = "overrides"
 )
 
 // Transitions is the one table of legal transitions: from a state, an
@@ -33,19 +36,21 @@ const (
 // no-op (200, nothing written); anything not listed is invalid_transition.
 var Transitions = map[State]map[Action]State{
 	Running: {
-		ActPause:    Paused,
-		ActResume:   Running, // no-op
-		ActPromote:  Promoted,
-		ActRollback: RolledBack,
-		ActPercent:  Running,
-		ActStep:     Running,
+		ActPause:     Paused,
+		ActResume:    Running, // no-op
+		ActPromote:   Promoted,
+		ActRollback:  RolledBack,
+		ActPercent:   Running,
+		ActStep:      Running,
+		ActOverrides: Running,
 	},
 	Paused: {
-		ActPause:    Paused, // no-op
-		ActResume:   Running,
-		ActPromote:  Promoted,
-		ActRollback: RolledBack,
-		ActPercent:  Paused,
+		ActPause:     Paused, // no-op
+		ActResume:    Running,
+		ActPromote:   Promoted,
+		ActRollback:  RolledBack,
+		ActPercent:   Paused,
+		ActOverrides: Paused,
 	},
 	Promoted: {
 		ActPromote: Promoted, // no-op
@@ -63,6 +68,6 @@ func Next(from State, a Action) (to State, noop, ok bool) {
 	if !ok {
 		return from, false, false
 	}
-	noop = to == from && a != ActPercent && a != ActStep
+	noop = to == from && a != ActPercent && a != ActStep && a != ActOverrides
 	return to, noop, true
 }

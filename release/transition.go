@@ -16,6 +16,9 @@ type TransitionInput struct {
 	ExpectedRevision *int64 // the release's
 	Percent          string // for ActPercent
 	Reason           string
+	// Overrides replace the release's override lists (ActOverrides, or
+	// with ActPercent); nil leaves them.
+	Overrides *OverridesInput
 }
 
 // Transition applies action to the release through the transition table,
@@ -35,6 +38,17 @@ func (s *Service) Transition(ctx context.Context, id string, action Action, in T
 		var ok bool
 		if bp, ok = ParsePercent(in.Percent); !ok {
 			return nil, invalidf(CodeInvalidPercent, "percent", "percent must be a number 0..100 with at most 2 decimals")
+		}
+	}
+	if action == ActOverrides && in.Overrides == nil {
+		return nil, invalidf(CodeInvalidField, "overrides", "overrides are required")
+	}
+	if in.Overrides != nil {
+		if action != ActPercent && action != ActOverrides {
+			return nil, invalidf(CodeInvalidField, "overrides", "overrides change with a percent or on their own")
+		}
+		if _, err := hashOverrides(id, in.Overrides); err != nil {
+			return nil, err
 		}
 	}
 	rel, err := s.Get(ctx, id)
@@ -65,7 +79,7 @@ func (s *Service) apply(ctx context.Context, agent, env, id string, action Actio
 			return nil, &InvalidTransition{State: rel.State, Action: action}
 		}
 		if noop {
-			return rel, readHistory(tx, rel)
+			return rel, complete(tx, rel)
 		}
 		if in.ExpectedRevision != nil && *in.ExpectedRevision != rel.Revision {
 			return nil, &promptstore.RevisionConflict{Expected: *in.ExpectedRevision, Current: rel.Revision}
@@ -75,7 +89,7 @@ func (s *Service) apply(ctx context.Context, agent, env, id string, action Actio
 			return nil, err
 		}
 		changed = true
-		return rel, readHistory(tx, rel)
+		return rel, complete(tx, rel)
 	})
 	if err != nil {
 		return nil, storeErr(err)
@@ -94,12 +108,15 @@ func (s *Service) change(ctx context.Context, tx *gorm.DB, rel *Release, action 
 	nextAt, pausedLeft := rel.NextStepAt, rel.pausedLeft
 	applied := rel.StepsApplied
 	event := map[Action]string{ActPause: "release.paused", ActResume: "release.resumed", ActPromote: "release.promoted",
-		ActRollback: "release.rolled_back", ActPercent: "release.percent_changed", ActStep: "release.step_applied"}[action]
+		ActRollback: "release.rolled_back", ActPercent: "release.percent_changed", ActStep: "release.step_applied",
+		ActOverrides: "release.percent_changed"}[action]
 	details := map[string]any{"from": from}
 	switch action {
 	case ActPercent: // a manual percent cancels the remaining steps
 		details["old_percent"], details["percent"] = rel.Percent, FormatPercent(bp)
 		applied, nextAt, pausedLeft = len(rel.steps), nil, 0
+	case ActOverrides: // who is in which arm changes; the percent and the steps stay
+		details["old_percent"], details["percent"] = rel.Percent, rel.Percent
 	case ActStep:
 		st := rel.steps[applied]
 		details["step"], details["percent"] = applied, FormatPercent(st.bp)
@@ -150,6 +167,16 @@ func (s *Service) change(ctx context.Context, tx *gorm.DB, rel *Release, action 
 	}
 	rel.State, rel.BasisPoints, rel.Percent, rel.StepsApplied = to, bp, json.Number(FormatPercent(bp)), applied
 	rel.NextStepAt, rel.pausedLeft, rel.Revision, rel.UpdatedAt = nextAt, pausedLeft, rel.Revision+1, now.UTC()
+	if in.Overrides != nil {
+		o, err := hashOverrides(rel.ID, in.Overrides)
+		if err != nil {
+			return nil, err
+		}
+		if err := writeOverrides(tx, rel.ID, o); err != nil {
+			return nil, err
+		}
+		details["overrides"] = overrideCounts(o) // counts only: events never carry override ids
+	}
 	if err := s.record(ctx, tx, rel, string(action), from, to, bp, in.Reason, event, details); err != nil {
 		return nil, err
 	}

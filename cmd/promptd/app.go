@@ -65,7 +65,7 @@ func NewMain(cfg Config, log *slog.Logger) *Main {
 func (m *Main) Open(ctx context.Context) error {
 	cfg := m.Config
 	m.registry = prometheus.NewRegistry()
-	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
 
 	if err := m.openSQL(ctx); err != nil {
 		return err
@@ -175,6 +175,7 @@ func (m *Main) Open(ctx context.Context) error {
 			return audit.List(ctx, m.db, f)
 		},
 		ImportMaxBytes:  cfg.ImportMaxBytes,
+		BundleMaxBytes:  cfg.BundleMaxBytes,
 		Feed:            m.rt.Feed,
 		FeedMetrics:     feedMetrics,
 		StreamsPerToken: cfg.StreamsPerToken,
