@@ -66,6 +66,7 @@ var configDocs = map[string]configDoc{
 	"PROMPTD_WEBHOOK_ALLOW_PRIVATE":      {"false", "allow webhook hosts on loopback and private addresses"},
 	"PROMPTD_WEBHOOK_BACKOFF":            {"5s,30s,2m,10m,30m,1h,3h,6h", "webhook retry schedule (full jitter)"},
 	"PROMPTD_WEBHOOK_DELIVERY_RETENTION": {"720h", "finished webhook deliveries are deleted after this"},
+	"PROMPTD_BUNDLE_MAX_BYTES":           {"33554432", "largest GET /v1/bundle answer"},
 }
 
 // printUsage writes `promptd -h`: the commands, then every variable with
