@@ -2,7 +2,7 @@
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/", "node_modules/", ".typecheck/", "bench/", "eslint.config.js"] },
+  { ignores: ["dist/", "node_modules/", ".typecheck/", "bench/", "examples/", "eslint.config.js"] },
   ...tseslint.configs.strictTypeChecked,
   {
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },

@@ -225,8 +225,7 @@ export class LocalPrompts {
       }
       version = arm === "candidate" ? r.candidate_version : r.baseline_version;
       if (arm === "candidate" && e.revoked.includes(version)) { arm = "baseline"; version = r.baseline_version; }
-      release = { id: r.id, arm, bucket: b, percent: r.basis_points / 100 };
-      if (reason === "override") release.reason = reason;
+      release = { id: r.id, arm, bucket: b, percent: r.basis_points / 100, reason };
     }
     const v = a.versions[String(version)];
     return v ? { version, content_hash: v.content_hash, config: v.config, release, pinned: false } : undefined;
