@@ -29,14 +29,17 @@ try {
   const agent = "prop";
   const env = "prod";
   let latest = await publish(a.admin, agent, env, { system: "v1" });
-  const lp = await new LocalPrompts({ client: b.runtime, agents: [agent], exposures: false, pollMs: 60_000 }).start();
+  let evAt = 0;
+  const lp = await new LocalPrompts({ client: b.runtime, agents: [agent], exposures: false, pollMs: 60_000, onEvent: () => { if (!evAt) evAt = performance.now(); } }).start();
   for (let i = 0; i < 100 && !lp.streaming; i++) await new Promise((r) => setTimeout(r, 20));
   const seen = (pred) => new Promise((res) => { const t0 = performance.now(); lp.onUpdate((bd) => { if (pred(bd.agents[agent]?.envs[env])) res(performance.now() - t0); }); });
   // onUpdate listeners accumulate; keep it simple with one active predicate at a time.
   let current = null;
-  lp.onUpdate((bd) => { if (current && current.pred(bd.agents[agent]?.envs[env])) { current.res(performance.now() - current.t0); current = null; } });
+  const eventMs = [];
+  lp.onUpdate((bd) => { if (current && current.pred(bd.agents[agent]?.envs[env])) { if (evAt) eventMs.push(evAt - current.t0); current.res(performance.now() - current.t0); current = null; } });
   const measure = async (pred, act) => {
     const p = new Promise((res) => { current = { pred, res, t0: 0 }; });
+    evAt = 0;
     current.t0 = performance.now();
     await act();
     return Promise.race([p, new Promise((r) => setTimeout(() => r(Infinity), 5000))]);
@@ -73,6 +76,7 @@ try {
   line("pointer switch", switches);
   line("percent change", percents);
   line("rollback", rollbacks);
+  line("event on B (all)", eventMs);
   await lp.close();
 } finally {
   await a.stop();

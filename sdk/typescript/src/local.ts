@@ -30,6 +30,8 @@ export interface LocalPromptsOptions {
   /** Report exposures of local resolves (default true). */
   exposures?: boolean;
   onError?: (err: unknown) => void;
+  /** Called for every change event read from the stream (before the refetch it may start). */
+  onEvent?: (action: string, data: string) => void;
 }
 
 const RELEVANT = /^(version\.|pointer\.|release\.|env\.)/;
@@ -157,6 +159,7 @@ export class LocalPrompts {
           if (m.id !== undefined) this.lastEventId = m.id;
           if (m.event === "progress") continue;
           this.stats.events++;
+          this.o.onEvent?.(m.event, m.data);
           if (RELEVANT.test(m.event) && this.wants(m.data)) void this.refetch().catch((e: unknown) => this.o.onError?.(e));
         }
         throw new Error("events: stream ended");
