@@ -115,10 +115,16 @@ export function assembleOpenAI(p: Picked, variables?: Readonly<Record<string, un
   const vars = bind(p.config, variables);
   const model = p.config.model;
   if (!model || typeof model.name !== "string" || model.name === "") {
-    throw new InvalidConfigError(422, "invalid_config", "format=openai needs the config's model.name", { field: "model.name" });
+    throw new InvalidConfigError(422, "invalid_config", "format=openai needs the config's model.name", { field: "config.model.name" });
   }
-  const { name, ...rest } = model;
-  const body = { model: name, ...rest } as OpenAIChatBody & Record<string, unknown>;
+  for (const k of ["model", "messages", "tools", "stream"]) {
+    if (Object.prototype.hasOwnProperty.call(model, k)) {
+      throw new InvalidConfigError(422, "invalid_config", `model may not set ${k} in the openai format`, { field: `config.model.${k}` });
+    }
+  }
+  // {"model": name, the other model keys sorted, "messages", "tools"?}: the server's key order.
+  const body = { model: model.name } as OpenAIChatBody & Record<string, unknown>;
+  for (const k of Object.keys(model).filter((k) => k !== "name").sort()) body[k] = model[k];
   body.messages = messages(p.config, vars).map((m): OpenAIMessage => ({ role: m.role, content: m.content }) as OpenAIMessage);
   if (p.config.tools && p.config.tools.length > 0) body.tools = p.config.tools;
   return body;
