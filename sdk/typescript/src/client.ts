@@ -3,7 +3,7 @@
 
 import { Transport, type CallOptions, type TransportOptions, type Request } from "./http.js";
 import type {
-  AssembleRequest, AssembledPlain, Bundle, Caller, Env, ExposureItem, GenericLease, JSONValue, Lease, List,
+  AssembleRequest, AssembledPlain, BoardRecord, Bundle, Caller, Env, ExposureItem, GenericLease, JSONValue, Lease, List,
   NewTurn, OpenAIChatBody, PromptConfig, Release, Resolved, Session, StateEntry, Version,
 } from "./types.js";
 
@@ -148,6 +148,38 @@ export class Client {
   }
   async releaseLeases(leaseId: string, token: string, opts?: CallOptions): Promise<void> {
     await this.request({ method: "DELETE", path: `/v1/leases/${seg(leaseId)}`, headers: { "lease-token": token } }, opts);
+  }
+
+  // Boards.
+
+  createRecord(board: string, r: { id?: string; payload: unknown; priority?: number; dedupe_key?: string }, opts?: CallOptions): Promise<BoardRecord> {
+    return this.request({ method: "POST", path: `/v1/boards/${seg(board)}/records`, body: r, idempotent: true }, opts);
+  }
+  getRecord(board: string, id: string, opts?: CallOptions): Promise<BoardRecord> {
+    return this.request({ method: "GET", path: `/v1/boards/${seg(board)}/records/${seg(id)}` }, opts);
+  }
+  /** Claims the first claimable record; null when nothing came within waitMs (204). */
+  async claimNext(board: string, c: { holder: string; ttlMs?: number; waitMs?: number; minPriority?: number }, opts?: CallOptions): Promise<{ record: BoardRecord; fence: number } | null> {
+    const body: Record<string, unknown> = { holder: c.holder };
+    if (c.ttlMs !== undefined) body["ttl_ms"] = c.ttlMs;
+    if (c.waitMs !== undefined) body["wait_ms"] = c.waitMs;
+    if (c.minPriority !== undefined) body["min_priority"] = c.minPriority;
+    const a = await this.http.do<{ record: BoardRecord; fence: number }>({ method: "POST", path: `/v1/boards/${seg(board)}/claim`, body, idempotent: true, accept: [204], extraTimeoutMs: c.waitMs ?? 0 }, opts);
+    return a.status === 204 ? null : a.body;
+  }
+  heartbeat(board: string, id: string, fence: number, ttlMs?: number, opts?: CallOptions): Promise<{ revision: number; claim_expires_at: string; claim_ttl_ms: number }> {
+    return this.request({ method: "POST", path: `/v1/boards/${seg(board)}/records/${seg(id)}/heartbeat`, body: { fence, ...(ttlMs !== undefined ? { ttl_ms: ttlMs } : {}) } }, opts);
+  }
+  /** Compare-and-set on a record: a state change (complete, fail) and/or a new payload, with the claim's fence. */
+  updateRecord(board: string, id: string, u: { expectedRevision: number; state?: string; payload?: unknown; fence?: number }, opts?: CallOptions): Promise<BoardRecord> {
+    const body: Record<string, unknown> = { expected_revision: u.expectedRevision };
+    if (u.state !== undefined) body["state"] = u.state;
+    if (u.payload !== undefined) body["payload"] = u.payload;
+    if (u.fence !== undefined) body["fence"] = u.fence;
+    return this.request({ method: "PATCH", path: `/v1/boards/${seg(board)}/records/${seg(id)}`, body }, opts);
+  }
+  releaseRecord(board: string, id: string, fence: number, opts?: CallOptions): Promise<BoardRecord> {
+    return this.request({ method: "POST", path: `/v1/boards/${seg(board)}/records/${seg(id)}/release`, body: { fence } }, opts);
   }
 
   // Bundles, exposures, outcomes.

@@ -251,3 +251,20 @@ export interface ExposureItem {
   count: number;
   at: string;
 }
+
+export interface BoardRecord {
+  board: string;
+  id: string;
+  revision: number;
+  state: string;
+  owner: string | null;
+  fence: number;
+  claim_expires_at: string | null;
+  claim_ttl_ms?: number | null;
+  priority: number;
+  attempts: number;
+  payload: JSONValue;
+  dedupe_key: string | null;
+  created_at: string;
+  updated_at: string;
+}
