@@ -57,6 +57,9 @@ func (s *Server) routes() {
 
 	// Bundles, exposures and outcomes (bundle.go, exposures.go).
 	v1.GET("/bundle", s.handleBundle, runtime...)
+	v1.POST("/exposures", s.handleRecordExposures, idempotentRuntime...)
+	v1.GET("/agents/:agent/envs/:env/exposures", s.handleListExposures, runtime...)
+	v1.POST("/outcomes", s.handleRecordOutcomes, idempotentRuntime...)
 
 	// Sessions and their leases (lease routes take no Idempotency-Key).
 	v1.POST("/sessions", s.handleCreateSession, idempotentRuntime...)

@@ -16,6 +16,7 @@ import (
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/events"
+	"github.com/promptd/promptd/exposure"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
@@ -94,6 +95,10 @@ type Config struct {
 	// BundleMaxBytes is the largest GET /v1/bundle answer; zero means
 	// DefaultBundleMaxBytes.
 	BundleMaxBytes int64
+	// Exposures serves /v1/exposures, /v1/outcomes and an env's exposure
+	// counts, and counts this server's own resolves; nil: those routes
+	// answer 500 internal and nothing is counted.
+	Exposures *exposure.Service
 
 	// Connection limits (zero means the default of each). See
 	// DefaultReadTimeout and the others for what each bounds.

@@ -20,6 +20,7 @@ import (
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/events"
+	"github.com/promptd/promptd/exposure"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
@@ -129,6 +130,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Locker:   m.locker, Keys: keys, Redis: m.redis, RedisTimeout: cfg.RedisTimeout,
 		Etcd: etcdBus, EtcdTimeout: cfg.Etcd.Timeout,
 		EventRetention: cfg.EventRetention, FeedMetrics: feedMetrics, Webhooks: hooks,
+		Exposures: exposure.Options{Metrics: exposure.NewMetrics(m.registry, cfg.ExposureSeriesMax)},
 		Prompts: promptstore.Options{
 			Metrics: promptstore.NewMetrics(m.registry),
 			Limits: promptstore.Limits{AssembleMaxBytes: cfg.AssembleMaxBytes, MaxHistoryTurns: int(cfg.AssembleMaxHistoryTurns),
@@ -151,7 +153,7 @@ func (m *Main) Open(ctx context.Context) error {
 	m.jobs = newScheduler(m.locker, keys, m.Logger)
 	scheduleJobs(m.jobs, jobDeps{db: m.db, store: m.store, idem: idem, releases: m.releases, sessions: m.sessions,
 		boards: m.rt.Boards, auditRetention: cfg.AuditRetention,
-		webhooks: m.rt.Webhooks, deliveryRetention: cfg.WebhookDeliveryRetention},
+		webhooks: m.rt.Webhooks, deliveryRetention: cfg.WebhookDeliveryRetention, exposures: m.rt.Exposures},
 		cfg.ReconcileEvery, m.Logger)
 	m.jobs.start()
 
@@ -176,6 +178,7 @@ func (m *Main) Open(ctx context.Context) error {
 		},
 		ImportMaxBytes:  cfg.ImportMaxBytes,
 		BundleMaxBytes:  cfg.BundleMaxBytes,
+		Exposures:       m.rt.Exposures,
 		Feed:            m.rt.Feed,
 		FeedMetrics:     feedMetrics,
 		StreamsPerToken: cfg.StreamsPerToken,

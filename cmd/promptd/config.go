@@ -17,6 +17,7 @@ import (
 
 	"github.com/promptd/promptd/api"
 	"github.com/promptd/promptd/board"
+	"github.com/promptd/promptd/exposure"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/webhook"
 )
@@ -77,6 +78,7 @@ var configVars = []string{
 	"PROMPTD_WEBHOOK_BACKOFF",
 	"PROMPTD_WEBHOOK_DELIVERY_RETENTION",
 	"PROMPTD_BUNDLE_MAX_BYTES",
+	"PROMPTD_EXPOSURE_SERIES_MAX",
 }
 
 // Token roles.
@@ -154,6 +156,8 @@ type Config struct {
 	WebhookDeliveryRetention time.Duration
 	// BundleMaxBytes is the largest GET /v1/bundle answer.
 	BundleMaxBytes int64
+	// ExposureSeriesMax caps promptd_exposures_total's series.
+	ExposureSeriesMax int
 }
 
 // loadConfig reads and validates the configuration. It reports every
@@ -212,6 +216,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.WebhookBackoff = e.durations("PROMPTD_WEBHOOK_BACKOFF", nil) // nil: webhook.DefaultBackoff
 	c.WebhookDeliveryRetention = e.duration("PROMPTD_WEBHOOK_DELIVERY_RETENTION", 720*time.Hour)
 	c.BundleMaxBytes = e.bytes("PROMPTD_BUNDLE_MAX_BYTES", api.DefaultBundleMaxBytes)
+	c.ExposureSeriesMax = int(e.count("PROMPTD_EXPOSURE_SERIES_MAX", exposure.DefaultSeries))
 	e.check("PROMPTD_METRICS_TOKEN", checkSecret(c.MetricsToken))
 	tokens, err := parseTokens(e.str("PROMPTD_TOKENS", ""))
 	e.check("PROMPTD_TOKENS", err)

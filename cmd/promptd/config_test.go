@@ -34,6 +34,7 @@ func TestLoadConfig_defaults(t *testing.T) {
 		Etcd:                     EtcdConfig{Timeout: time.Second},
 		WebhookDeliveryRetention: 720 * time.Hour,
 		BundleMaxBytes:           32 << 20,
+		ExposureSeriesMax:        10000,
 	}
 	if !strings.Contains(c.InstanceID, "-") {
 		t.Errorf("InstanceID = %q, want hostname-pid", c.InstanceID)
