@@ -1,10 +1,10 @@
 // Exposures of local resolves add up on the server (POST /v1/exposures,
-// GET .../exposures). A .check file until the exposure routes are merged.
+// GET .../exposures). Each batch keeps its Idempotency-Key across retries.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { LocalPrompts } from "../src/index.js";
-import { startPromptd, publish, uniq, type Promptd } from "./harness.js";
+import { Client, LocalPrompts } from "../src/index.js";
+import { startPromptd, publish, uniq, RUNTIME_SECRET, type Promptd } from "./harness.js";
 
 let pd: Promptd;
 const env = "prod";
@@ -37,4 +37,25 @@ test("LocalPrompts_exposures_afterNLocalResolves_matchWhatWasResolved", async ()
   }
   assert.deepEqual(Object.fromEntries([...have].sort()), Object.fromEntries([...want].sort()));
   console.log(`exposures: ${N} local resolves -> ${JSON.stringify(Object.fromEntries(have))} on the server`);
+});
+
+test("ExposureBatcher_batchWhoseAnswerIsLost_isRetriedWithItsKey_andCountedOnce", async () => {
+  const agent = uniq("lp-exp-retry");
+  await publish(pd.admin, agent, env, config("v1"));
+  let posts = 0;
+  const lossy: typeof fetch = async (input, init) => {
+    const res = await fetch(input, init);
+    if ((init?.method ?? "GET") === "POST" && String(input instanceof Request ? input.url : input).endsWith("/v1/exposures") && ++posts === 1) {
+      await res.text();
+      throw new TypeError("fetch failed (simulated lost answer)");
+    }
+    return res;
+  };
+  const client = new Client({ baseUrl: pd.url, token: RUNTIME_SECRET, fetch: lossy, maxRetryWaitMs: 20 });
+  const lp = await new LocalPrompts({ client, agents: [agent], exposureFlushMs: 0, stream: false, pollMs: 60_000 }).start();
+  for (let i = 0; i < 120; i++) await lp.resolve(agent, env, { userId: `u${i}` });
+  await lp.close();
+  assert.equal(posts, 2, "sent twice");
+  const got = await pd.runtime.request<{ items: { count: number }[] }>({ method: "GET", path: `/v1/agents/${agent}/envs/${env}/exposures` });
+  assert.equal(got.items.reduce((n, it) => n + it.count, 0), 120, "counted once");
 });
