@@ -8,7 +8,7 @@ export default tseslint.config(
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
       "@typescript-eslint/restrict-template-expressions": ["error", { allowNumber: true }],
-      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_" }],
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
       // With noUncheckedIndexedAccess, `a[i]!` after a bounds check is the idiom.
       "@typescript-eslint/no-non-null-assertion": "off",
       // It reads `signal.aborted` as always false after an await (a flag set by another task).

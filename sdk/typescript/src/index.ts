@@ -8,3 +8,4 @@ export { ExposureBatcher } from "./exposures.js";
 export { render, bind, systemMessage, assemblePlain, assembleOpenAI } from "./assemble.js";
 export { murmur3, bucket } from "./murmur3.js";
 export { parseSSE, type SSEMessage } from "./sse.js";
+export { resolveLocal, assembleLocal, cutHistory, AskServer, type LocalRequest } from "./evaluate.js";

@@ -3,17 +3,16 @@
 // conditional polling while the stream is down and a disk copy for a cold
 // start while promptd is down. After warm-up a resolve makes no network call.
 
-import { createHash } from "node:crypto";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { Client } from "./client.js";
-import { AgentNotFoundError } from "./errors.js";
+import { AgentNotFoundError, NoPointerError } from "./errors.js";
+import { AskServer, resolveLocal } from "./evaluate.js";
 import { backoffMs, sleep } from "./http.js";
 import { assembleOpenAI, assemblePlain, type Picked } from "./assemble.js";
 import { ExposureBatcher } from "./exposures.js";
-import { bucket } from "./murmur3.js";
 import { parseSSE } from "./sse.js";
-import type { AssembleRequest, AssembledPlain, Bundle, Caller, OpenAIChatBody, ReleaseTrace, Resolved } from "./types.js";
+import type { AssembleRequest, AssembledPlain, Bundle, Caller, OpenAIChatBody, Resolved } from "./types.js";
 
 export interface LocalPromptsOptions {
   client: Client;
@@ -43,7 +42,7 @@ export class LocalPrompts {
   private etag: string | undefined;
   private lastEventId: string | undefined;
   private readonly ac = new AbortController();
-  private readonly pins = new Map<string, { agent: string; env: string; version: number; release: ReleaseTrace | null }>();
+  private readonly pins = new Map<string, { agent: string; env: string; version: number; userId: string | undefined }>();
   private refetching: Promise<void> | undefined;
   private again = false;
   private streamUp = false;
@@ -196,42 +195,32 @@ export class LocalPrompts {
 
   // Resolving.
 
-  /** The local decision, or undefined when the server must decide (unknown agent/env/version, session pins). */
+  /**
+   * The local decision (the conformance-checked evaluator over the current
+   * bundle), or undefined when the server must decide: an agent or env the
+   * bundle lacks, a session whose pin is unknown or revoked, a version the
+   * bundle does not hold. Bad input throws the server's typed error.
+   */
   pick(agent: string, env: string, who: Caller = {}): Picked | undefined {
-    const a = this.bundle?.agents[agent];
-    const e = a?.envs[env];
-    if (!a || !e) return undefined;
-    if (who.sessionId !== undefined) {
-      const pin = this.pins.get(who.sessionId);
-      if (!pin || pin.agent !== agent || pin.env !== env || e.revoked.includes(pin.version)) return undefined;
-      const v = a.versions[String(pin.version)];
-      return v ? { version: pin.version, content_hash: v.content_hash, config: v.config, release: pin.release, pinned: true } : undefined;
+    if (!this.bundle) return undefined;
+    const pin = who.sessionId !== undefined ? this.pins.get(who.sessionId) : undefined;
+    const userId = pin?.userId ?? who.userId; // a session's user wins, as on the server
+    try {
+      return resolveLocal(this.bundle, {
+        agent, env,
+        ...(userId !== undefined ? { user_id: userId } : {}),
+        ...(who.sessionId !== undefined ? { session_id: who.sessionId } : {}),
+        ...(pin && pin.agent === agent && pin.env === env ? { pinned_version: pin.version } : {}),
+      }).picked;
+    } catch (err) {
+      if (err instanceof AskServer || err instanceof AgentNotFoundError || err instanceof NoPointerError) return undefined;
+      throw err;
     }
-    let version = e.version;
-    let release: ReleaseTrace | null = null;
-    const r = e.release;
-    if (r && (r.state === "running" || r.state === "paused")) {
-      let key = who.userId ?? "";
-      if (r.stickiness === "session" || key === "") key = who.sessionId ?? "";
-      let arm: "baseline" | "candidate" = "baseline";
-      let b: number | null = null;
-      let reason: "bucket" | "override" = "bucket";
-      if (key !== "") {
-        b = bucket(r.id, key);
-        arm = b < r.basis_points ? "candidate" : "baseline";
-        const ov = r.overrides;
-        if (ov && ((ov.candidate?.length ?? 0) > 0 || (ov.baseline?.length ?? 0) > 0)) {
-          const h = createHash("sha256").update(`${r.id}:${key}`).digest("hex");
-          if (ov.candidate?.includes(h)) { arm = "candidate"; reason = "override"; }
-          else if (ov.baseline?.includes(h)) { arm = "baseline"; reason = "override"; }
-        }
-      }
-      version = arm === "candidate" ? r.candidate_version : r.baseline_version;
-      if (arm === "candidate" && e.revoked.includes(version)) { arm = "baseline"; version = r.baseline_version; }
-      release = { id: r.id, arm, bucket: b, percent: r.basis_points / 100, reason };
-    }
-    const v = a.versions[String(version)];
-    return v ? { version, content_hash: v.content_hash, config: v.config, release, pinned: false } : undefined;
+  }
+
+  /** Tells LocalPrompts a session's pin (as the session's create answer gave it), so it resolves locally. */
+  rememberSession(s: { session_id: string; agent: string; env: string; pinned_version: number; user_id?: string | null }): void {
+    this.pins.set(s.session_id, { agent: s.agent, env: s.env, version: s.pinned_version, userId: s.user_id ?? undefined });
   }
 
   private count(agent: string, env: string, p: Picked): void {
@@ -250,7 +239,7 @@ export class LocalPrompts {
     if (!this.bundle) throw new AgentNotFoundError(404, "agent_not_found", "no bundle loaded");
     this.stats.server++;
     const r = await this.client.resolve(agent, env, who);
-    if (who.sessionId !== undefined && r.pinned) this.pins.set(who.sessionId, { agent, env, version: r.version, release: r.release });
+    if (who.sessionId !== undefined && r.pinned) this.pins.set(who.sessionId, { agent, env, version: r.version, userId: who.userId });
     return r;
   }
 
