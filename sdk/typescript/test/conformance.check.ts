@@ -25,7 +25,7 @@ function outcome(f: () => unknown): unknown {
   } catch (err) {
     if (err instanceof AskServer) return { server: true, reason: err.reason };
     if (err instanceof PromptdError) {
-      const f = err.fields as Record<string, unknown>;
+      const f: Record<string, unknown> = (err as PromptdError<string>).fields;
       return { error: { code: err.code, status: err.status, field: f["field"], variable: f["variable"] } };
     }
     throw err;
