@@ -25,8 +25,9 @@ function outcome(f: () => unknown): unknown {
   } catch (err) {
     if (err instanceof AskServer) return { server: true, reason: err.reason };
     if (err instanceof PromptdError) {
-      const f: Record<string, unknown> = (err as PromptdError<string>).fields;
-      return { error: { code: err.code, status: err.status, field: f["field"], variable: f["variable"] } };
+      const p = err as PromptdError;
+      const f: Record<string, unknown> = p.fields;
+      return { error: { code: p.code, status: p.status, field: f["field"], variable: f["variable"] } };
     }
     throw err;
   }
