@@ -9,4 +9,13 @@
 // without Redis. Every change is one SQL transaction with revision checks
 // on the release row and the pointer row, taken under the env's release
 // lock as the fast path, and announced on the events channel.
+//
+// Overrides (overrides.go) force listed callers onto an arm ahead of
+// bucketing; only the hashes of their keys are stored. A change of the
+// lists is a revision-checked transition (ActOverrides, or with a percent),
+// audited as release.percent_changed with the lists' sizes, never ids, so
+// every reader that follows percent changes follows overrides too.
+//
+// Bundle (bundle.go) reads, in one snapshot, everything an SDK needs to
+// resolve locally, with the change-feed position that snapshot reflects.
 package release
