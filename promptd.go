@@ -34,6 +34,7 @@ import (
 	"github.com/promptd/promptd/exposure"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/prompt"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/session"
@@ -251,7 +252,7 @@ func (r *Runtime) Prompt(ctx context.Context, req promptstore.Request) (*prompts
 
 // Assemble renders the prompt req gets, with the session's history when
 // asked (the runtime path of POST .../assemble).
-func (r *Runtime) Assemble(ctx context.Context, in promptstore.AssembleInput) (*promptstore.Assembled, error) {
+func (r *Runtime) Assemble(ctx context.Context, in promptstore.AssembleInput) (*prompt.Assembled, error) {
 	return r.Prompts.Assemble(ctx, r.Resolver, r.Sessions, in)
 }
 

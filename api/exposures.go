@@ -9,7 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/promptd/promptd/exposure"
-	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/prompt"
 )
 
 // exposures is the exposure service, or 500 internal when none is wired.
@@ -22,7 +22,7 @@ func (s *Server) exposures() (*exposure.Service, error) {
 
 // exposed counts a resolve or assemble answer this server gave (written
 // by the exposure service's next flush).
-func (s *Server) exposed(agent, env string, version int, tr *promptstore.Trace) {
+func (s *Server) exposed(agent, env string, version int, tr *prompt.Trace) {
 	if s.cfg.Exposures == nil {
 		return
 	}

@@ -11,20 +11,21 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/promptd/promptd/ident"
+	"github.com/promptd/promptd/prompt"
 	"github.com/promptd/promptd/promptstore"
 )
 
 // promptResponse is a resolved prompt: which version this caller gets,
 // why, and its config.
 type promptResponse struct {
-	Agent        string             `json:"agent"`
-	Env          string             `json:"env"`
-	Version      int                `json:"version"`
-	ContentHash  string             `json:"content_hash"`
-	Config       json.RawMessage    `json:"config"`
-	Release      *promptstore.Trace `json:"release"`
-	Pinned       bool               `json:"pinned"`
-	RepinnedFrom *int               `json:"repinned_from"`
+	Agent        string          `json:"agent"`
+	Env          string          `json:"env"`
+	Version      int             `json:"version"`
+	ContentHash  string          `json:"content_hash"`
+	Config       json.RawMessage `json:"config"`
+	Release      *prompt.Trace   `json:"release"`
+	Pinned       bool            `json:"pinned"`
+	RepinnedFrom *int            `json:"repinned_from"`
 }
 
 // resolveRequest reads the caller's identifiers; the prompt store checks
@@ -79,6 +80,7 @@ func (s *Server) handlePrompt(c echo.Context) error {
 		return err
 	}
 	h := c.Response().Header()
+	setPromptHeaders(h, p.Agent, p.Env, p.Version, p.Release)
 	h[headerETag] = a.etag
 	h[echo.HeaderCacheControl] = cacheControlPrivate
 	if etagMatches(c.Request().Header.Get("If-None-Match"), a.etag[0]) {
@@ -91,13 +93,25 @@ func (s *Server) handlePrompt(c echo.Context) error {
 	return err
 }
 
+// setPromptHeaders names what was served: Promptd-Version
+// "<agent>/<env>/<version>" and, when a release had a part,
+// Promptd-Release (an RFC 8941 dictionary: id, arm, bucket, reason).
+func setPromptHeaders(h http.Header, agent, env string, version int, t *prompt.Trace) {
+	h[headerPromptdVersion] = []string{prompt.VersionHeader(agent, env, version)}
+	if t != nil {
+		h[headerPromptdRelease] = []string{t.ReleaseHeader()}
+	}
+}
+
 // Header values of resolve answers, shared by every response. Nothing
 // writes into a header's slice: net/http reads them, Header.Set replaces
 // the slice and Header.Add appends to a full one, which copies it.
 var (
-	headerETag          = http.CanonicalHeaderKey("ETag")
-	cacheControlPrivate = []string{"private, no-cache"}
-	contentTypeJSON     = []string{echo.MIMEApplicationJSON}
+	headerETag           = http.CanonicalHeaderKey("ETag")
+	headerPromptdVersion = http.CanonicalHeaderKey("Promptd-Version")
+	headerPromptdRelease = http.CanonicalHeaderKey("Promptd-Release")
+	cacheControlPrivate  = []string{"private, no-cache"}
+	contentTypeJSON      = []string{echo.MIMEApplicationJSON}
 )
 
 // promptAnswer is a rendered resolve answer: the body, its ETag and its
@@ -230,6 +244,7 @@ type assembleRequest struct {
 	Variables       json.RawMessage `json:"variables"`
 	History         bool            `json:"history"`
 	MaxHistoryTurns int             `json:"max_history_turns"`
+	Format          *string         `json:"format"`
 }
 
 func (r *assembleRequest) validate() error {
@@ -245,8 +260,27 @@ func (r *assembleRequest) validate() error {
 	return nil
 }
 
+// assembleFormat is the answer's format: ?format= or the body's "format"
+// (plain by default); both given and different: 400 invalid_field.
+func assembleFormat(c echo.Context, body *string) (string, error) {
+	q, inQuery := c.QueryParams()["format"]
+	switch {
+	case inQuery && len(q) != 1:
+		return "", invalidField("format", "format is given more than once")
+	case inQuery && body != nil && q[0] != *body:
+		return "", invalidField("format", "format in the query (%q) and in the body (%q) differ", q[0], *body)
+	case inQuery:
+		return prompt.ParseFormat("format", q[0])
+	case body != nil:
+		return prompt.ParseFormat("format", *body)
+	}
+	return prompt.FormatPlain, nil
+}
+
 // handleAssemble: POST /v1/agents/{agent}/envs/{env}/assemble: the final
-// messages for a runtime call. Missing required variable: 422
+// messages for a runtime call, in the plain shape or (format=openai) as
+// the body of an OpenAI Chat Completions request (no model.name: 422
+// invalid_config). Missing required variable: 422
 // missing_variable; a value that is not a string: 422 invalid_variable.
 // An answer that would pass PROMPTD_ASSEMBLE_MAX_BYTES (sized before it is
 // rendered): 422 limit_exceeded, field "assembled_bytes"; the history gets
@@ -256,6 +290,10 @@ func (r *assembleRequest) validate() error {
 func (s *Server) handleAssemble(c echo.Context) error {
 	var body assembleRequest
 	if err := decode(c, &body); err != nil {
+		return err
+	}
+	format, err := assembleFormat(c, body.Format)
+	if err != nil {
 		return err
 	}
 	req, err := s.resolveRequest(c, deref(body.UserID), deref(body.SessionID))
@@ -275,8 +313,14 @@ func (s *Server) handleAssemble(c echo.Context) error {
 		return err
 	}
 	s.exposed(req.Agent, req.Env, a.Version, a.Release)
-	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
-	return s.send(c, http.StatusOK, a)
+	out, err := a.Body(format)
+	if err != nil {
+		return err
+	}
+	h := c.Response().Header()
+	h.Set(echo.HeaderCacheControl, "no-store")
+	setPromptHeaders(h, req.Agent, req.Env, a.Version, a.Release)
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, out)
 }
 
 func deref(p *string) string {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/promptd/promptd/prompt"
 	"github.com/promptd/promptd/promptstore"
 )
 
@@ -19,7 +20,7 @@ func TestPromptBody_equalsEncodeJSON(t *testing.T) {
 		{Resolution: promptstore.Resolution{Agent: "a.b-c_1", Env: "prod", Version: 7},
 			Snapshot: &promptstore.Snapshot{Version: &promptstore.Version{Config: json.RawMessage(`{"system":"<&> ` + "\u2028" + ` x"}`), ContentHash: "sha256:ab"}}},
 		{Resolution: promptstore.Resolution{Agent: "a", Env: "e", Version: 3, Pinned: true, RepinnedFrom: &rep,
-			Release: &promptstore.Trace{ID: "rel_1", Arm: "candidate", Bucket: &b, Percent: "12.5"}},
+			Release: &prompt.Trace{ID: "rel_1", Arm: "candidate", Bucket: &b, Percent: "12.5"}},
 			Snapshot: &promptstore.Snapshot{Version: &promptstore.Version{Config: json.RawMessage(`{"a":[1,2.50],"system":"s"}`), ContentHash: "sha256:cd"}}},
 	}
 	etags := map[string]bool{}
@@ -48,7 +49,7 @@ func TestPromptBody_equalsEncodeJSON(t *testing.T) {
 func TestAnswerCache_rendersOncePerSnapshotEnvAndPin(t *testing.T) {
 	snap := &promptstore.Snapshot{Version: &promptstore.Version{Agent: "a", Version: 3, Config: json.RawMessage(`{"system":"s"}`), ContentHash: "sha256:ab"}}
 	other := &promptstore.Snapshot{Version: &promptstore.Version{Agent: "a", Version: 3, Config: json.RawMessage(`{"system":"s"}`), ContentHash: "sha256:ab"}}
-	prompt := func(s *promptstore.Snapshot, env string, pinned bool) *promptstore.Prompt {
+	mk := func(s *promptstore.Snapshot, env string, pinned bool) *promptstore.Prompt {
 		return &promptstore.Prompt{Resolution: promptstore.Resolution{Agent: "a", Env: env, Version: 3, Pinned: pinned}, Snapshot: s}
 	}
 	c := newAnswerCache(1 << 20)
@@ -65,19 +66,19 @@ func TestAnswerCache_rendersOncePerSnapshotEnvAndPin(t *testing.T) {
 		}
 		return a
 	}
-	first := get(prompt(snap, "prod", false))
-	if get(prompt(snap, "prod", false)) != first {
+	first := get(mk(snap, "prod", false))
+	if get(mk(snap, "prod", false)) != first {
 		t.Fatal("the same answer was rendered twice")
 	}
-	for _, p := range []*promptstore.Prompt{prompt(snap, "dev", false), prompt(snap, "prod", true), prompt(other, "prod", false)} {
+	for _, p := range []*promptstore.Prompt{mk(snap, "dev", false), mk(snap, "prod", true), mk(other, "prod", false)} {
 		if get(p) == first {
 			t.Fatalf("%+v shares the answer of another env, pin or snapshot", p.Resolution)
 		}
 	}
 	b, from := 12, 2
-	withRelease := prompt(snap, "prod", false)
-	withRelease.Release = &promptstore.Trace{ID: "rel_1", Arm: "baseline", Bucket: &b, Percent: "10"}
-	repinned := prompt(snap, "prod", true)
+	withRelease := mk(snap, "prod", false)
+	withRelease.Release = &prompt.Trace{ID: "rel_1", Arm: "baseline", Bucket: &b, Percent: "10"}
+	repinned := mk(snap, "prod", true)
 	repinned.RepinnedFrom = &from
 	for _, p := range []*promptstore.Prompt{withRelease, repinned} {
 		n := len(c.m)
@@ -87,7 +88,7 @@ func TestAnswerCache_rendersOncePerSnapshotEnvAndPin(t *testing.T) {
 	}
 	small := newAnswerCache(20 * len(first.body))
 	for i := 0; i < 50; i++ {
-		if _, err := small.get(prompt(snap, fmt.Sprint("e", i), false), &scratch); err != nil {
+		if _, err := small.get(mk(snap, fmt.Sprint("e", i), false), &scratch); err != nil {
 			t.Fatal(err)
 		}
 		if small.bytes > small.maxBytes || len(small.m) == 0 {

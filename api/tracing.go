@@ -51,20 +51,34 @@ var writeOutcomes = map[string]bool{"revision_conflict": true, "stale_fence": tr
 // template, never the raw path, and carries the HTTP semantic
 // conventions' attributes plus the agent, env and session of the route.
 // It runs inside observe, so the request's log line carries its ids.
+//
+// Most requests are not sampled (1 % is a usual ratio), so the span is
+// started with nothing a standard sampler does not read, and its name and
+// attributes are built only when it records: an unsampled request costs
+// the span's start and its context, not its attributes (TestTracingOverhead).
+//
+// Echo applies its middleware to every request (trace(next) runs per
+// request), so the tracer is a package variable, not taken here.
 func (s *Server) trace(next echo.HandlerFunc) echo.HandlerFunc {
-	tracer := otel.Tracer("github.com/promptd/promptd/api")
-	prop := otel.GetTextMapPropagator()
 	return func(c echo.Context) error {
 		r := c.Request()
 		route := c.Path()
 		if route == "" {
 			route = unmatched
 		}
-		ctx := prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := tracer.Start(ctx, r.Method+" "+route, trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", route),
-				attribute.String("url.scheme", scheme(r))))
+		ctx := r.Context()
+		if _, ok := r.Header[headerTraceparent]; ok { // Header.Get would canonicalize (allocate) the name every request
+			ctx = otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(r.Header))
+		}
+		ctx, span := apiTracer.Start(ctx, route, serverStart...)
 		defer span.End()
+		c.SetRequest(r.WithContext(ctx))
+		if !span.IsRecording() {
+			return next(c)
+		}
+		span.SetName(r.Method + " " + route)
+		span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", route),
+			attribute.String("url.scheme", scheme(r)))
 		if v := c.Param("agent"); v != "" {
 			span.SetAttributes(attrAgent.String(v))
 		}
@@ -74,7 +88,6 @@ func (s *Server) trace(next echo.HandlerFunc) echo.HandlerFunc {
 		if v := c.Param("id"); v != "" && len(route) > len("/v1/sessions/") && route[:len("/v1/sessions/")] == "/v1/sessions/" {
 			span.SetAttributes(attrSessionID.String(v))
 		}
-		c.SetRequest(r.WithContext(ctx))
 		err := next(c)
 		status, code := c.Response().Status, ""
 		if err != nil {
@@ -99,6 +112,17 @@ func (s *Server) trace(next echo.HandlerFunc) echo.HandlerFunc {
 		return err
 	}
 }
+
+// apiTracer starts the server and send spans (telemetry's switch provider
+// forwards it to whichever provider is installed).
+var apiTracer = otel.Tracer("github.com/promptd/promptd/api")
+
+// headerTraceparent is W3C's traceparent as net/http keys it.
+var headerTraceparent = http.CanonicalHeaderKey("traceparent")
+
+// serverStart are the server spans' start options, built once (a slice
+// built per call escapes: an allocation per request).
+var serverStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 
 func scheme(r *http.Request) string {
 	if r.TLS != nil {
@@ -148,12 +172,10 @@ func sendSpan(ctx context.Context, evs []audit.Stamped) trace.Span {
 			links = append(links, l)
 		}
 	}
-	_, span := streamTracer.Start(ctx, "events.send", trace.WithSpanKind(trace.SpanKindProducer), trace.WithLinks(links...),
+	_, span := apiTracer.Start(ctx, "events.send", trace.WithSpanKind(trace.SpanKindProducer), trace.WithLinks(links...),
 		trace.WithAttributes(attribute.Int("promptd.event.count", len(evs)), attribute.Int64("promptd.event.seq", evs[len(evs)-1].Seq)))
 	return span
 }
-
-var streamTracer = otel.Tracer("github.com/promptd/promptd/api")
 
 // endSend ends a send's span; err is the write's (the subscriber is dropped).
 func endSend(span trace.Span, err error) {

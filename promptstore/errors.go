@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/promptd/promptd/prompt"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -54,32 +55,22 @@ func (e *ReleaseActive) Error() string {
 	return fmt.Sprintf("promptstore: release %s is active", e.ReleaseID)
 }
 
-// Validation codes, stable across versions (they are the API's codes).
+// Validation codes, stable across versions (they are the API's codes);
+// package prompt defines them with the error type they go with.
 const (
-	CodeInvalidConfig      = "invalid_config"
-	CodeInvalidField       = "invalid_field"
-	CodeInvalidID          = "invalid_id"
-	CodeUndeclaredVariable = "undeclared_variable"
-	CodeMissingVariable    = "missing_variable"
-	CodeInvalidVariable    = "invalid_variable"
+	CodeInvalidConfig      = prompt.CodeInvalidConfig
+	CodeInvalidField       = prompt.CodeInvalidField
+	CodeInvalidID          = prompt.CodeInvalidID
+	CodeUndeclaredVariable = prompt.CodeUndeclaredVariable
+	CodeMissingVariable    = prompt.CodeMissingVariable
+	CodeInvalidVariable    = prompt.CodeInvalidVariable
 )
 
 // InvalidError is bad input: Code says what kind, Field (a JSON path) or
-// Variable says where.
-type InvalidError struct {
-	Code     string
-	Field    string
-	Variable string
-	Detail   string
-}
-
-func (e *InvalidError) Error() string {
-	where := e.Field
-	if e.Variable != "" {
-		where = "variable " + e.Variable
-	}
-	return fmt.Sprintf("promptstore: %s: %s: %s", e.Code, where, e.Detail)
-}
+// Variable says where. It is prompt's type, the one validation error
+// every domain package returns (board, release and session name it the
+// same way).
+type InvalidError = prompt.InvalidError
 
 func invalid(code, field, format string, args ...any) *InvalidError {
 	return &InvalidError{Code: code, Field: field, Detail: fmt.Sprintf(format, args...)}

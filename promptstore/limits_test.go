@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/prompt"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/sqlstore"
 )
@@ -87,7 +88,7 @@ func TestSystemMessageSize_isTheEncodedLengthOfTheRenderedMessage(t *testing.T) 
 			for _, w := range values {
 				config := fmt.Sprintf(`{"system": %q, "skills": [{"name": "s<1>", "instructions": "do {{w}} & {{v}}"}],
 					"memory": ["m {{v}}", "\u2029"], "variables": {"v": {}, "w": {}}}`, system)
-				c, _, err := promptstore.ParseConfig([]byte(config))
+				c, _, err := prompt.ParseConfig([]byte(config))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -107,9 +108,9 @@ type history struct {
 	maxBytes int64
 }
 
-func (h *history) Turns(_ context.Context, _ string, max int, maxBytes int64) ([]promptstore.Message, error) {
+func (h *history) Turns(_ context.Context, _ string, max int, maxBytes int64) ([]prompt.Message, error) {
 	h.max, h.maxBytes = max, maxBytes
-	return []promptstore.Message{{Role: "user", Content: json.RawMessage(`"hi"`)}}, nil
+	return []prompt.Message{{Role: "user", Content: json.RawMessage(`"hi"`)}}, nil
 }
 
 func TestAssemble_history_isBoundedByTurnsAndByWhatTheAnswerLeaves(t *testing.T) {

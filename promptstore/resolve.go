@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/promptd/promptd/ident"
+	"github.com/promptd/promptd/prompt"
 )
 
 // Request asks which version a caller gets.
@@ -17,31 +18,23 @@ type Request struct {
 	SessionID  string
 }
 
-// Trace explains a release's part in a resolution.
-type Trace struct {
-	ID      string      `json:"id"`
-	Arm     string      `json:"arm"` // "baseline" or "candidate"
-	Bucket  *int        `json:"bucket"`
-	Percent json.Number `json:"percent"`
-	// Reason says why this arm: "bucket", or "override" when an override
-	// list names the caller.
-	Reason string `json:"reason,omitempty"`
-}
-
 // Resolution is the version a caller gets and why.
 type Resolution struct {
-	Agent        string `json:"agent"`
-	Env          string `json:"env"`
-	Version      int    `json:"version"`
-	Release      *Trace `json:"release"`
-	Pinned       bool   `json:"pinned"`
-	RepinnedFrom *int   `json:"repinned_from"`
+	Agent        string        `json:"agent"`
+	Env          string        `json:"env"`
+	Version      int           `json:"version"`
+	Release      *prompt.Trace `json:"release"`
+	Pinned       bool          `json:"pinned"`
+	RepinnedFrom *int          `json:"repinned_from"`
 
 	// What the env pointer says besides its version, for the resolvers
 	// that decorate it (a release arm, a session pin); never serialised.
 	// Revoked is the pointer's own set: read it, never change it.
 	ActiveReleaseID string       `json:"-"`
 	Revoked         map[int]bool `json:"-"`
+	// ActiveRelease is the release that decided (set by the release
+	// resolver), so a session pin can name its arm; never serialised.
+	ActiveRelease *prompt.Release `json:"-"`
 }
 
 // Resolver decides who gets which version. The prompt store's own resolver
@@ -125,22 +118,13 @@ func (s *Store) ResolvePrompt(ctx context.Context, r Resolver, req Request) (*Pr
 	return &Prompt{Resolution: res, Snapshot: snap}, nil
 }
 
-// Message is one chat message of an assembled prompt.
-type Message struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	Name       string          `json:"name,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
-	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
-}
-
 // History supplies a session's turns for assembly (package session).
 type History interface {
 	// Turns returns the session's turns, oldest first; with max > 0 the
 	// newest max, with maxBytes > 0 the newest that fit in maxBytes of
 	// content, never separating an assistant turn with tool_calls from
 	// the tool turns answering it.
-	Turns(ctx context.Context, sessionID string, max int, maxBytes int64) ([]Message, error)
+	Turns(ctx context.Context, sessionID string, max int, maxBytes int64) ([]prompt.Message, error)
 }
 
 // AssembleInput asks for the final messages of a runtime call.
@@ -151,25 +135,13 @@ type AssembleInput struct {
 	MaxHistoryTurns int
 }
 
-// Assembled is what a runtime sends to its model.
-type Assembled struct {
-	Version      int               `json:"version"`
-	ContentHash  string            `json:"content_hash"`
-	Messages     []Message         `json:"messages"`
-	Tools        []json.RawMessage `json:"tools"`
-	Model        json.RawMessage   `json:"model"`
-	Release      *Trace            `json:"release"`
-	Pinned       bool              `json:"pinned"`
-	RepinnedFrom *int              `json:"repinned_from,omitempty"`
-}
-
 // Assemble resolves the version for the caller, binds the variables,
 // renders the system message and appends the session history (h may be nil
 // when there are no sessions). The answer is sized before it is rendered:
 // over Limits.AssembleMaxBytes it is a *LimitError (assembled_bytes) and
 // nothing large was allocated; the history gets what the rest leaves of
 // that budget, newest turns first, and at most Limits.MaxHistoryTurns.
-func (s *Store) Assemble(ctx context.Context, r Resolver, h History, in AssembleInput) (*Assembled, error) {
+func (s *Store) Assemble(ctx context.Context, r Resolver, h History, in AssembleInput) (*prompt.Assembled, error) {
 	if in.MaxHistoryTurns < 0 || in.MaxHistoryTurns > MaxHistoryTurnsRequest {
 		return nil, invalid(CodeInvalidField, "max_history_turns", "max_history_turns must be 0..%d", MaxHistoryTurnsRequest)
 	}
@@ -182,30 +154,19 @@ func (s *Store) Assemble(ctx context.Context, r Resolver, h History, in Assemble
 	if err != nil {
 		return nil, err
 	}
-	size := cfg.SystemMessageSize(vars) + int64(len(cfg.Model))
-	for _, t := range cfg.Tools {
-		size += int64(len(t))
-	}
+	size := cfg.FixedSize(vars)
 	limit := s.o.Limits.AssembleMaxBytes
 	if size > limit {
 		return nil, &LimitError{Name: LimitAssembledBytes, Limit: limit}
 	}
-	sys, _ := json.Marshal(cfg.SystemMessage(vars))
-	out := &Assembled{Version: p.Version, ContentHash: p.Snapshot.ContentHash, Release: p.Release, Pinned: p.Pinned,
-		RepinnedFrom: p.RepinnedFrom, Messages: []Message{{Role: "system", Content: sys}},
-		Tools: cfg.Tools, Model: cfg.Model}
-	if out.Tools == nil {
-		out.Tools = []json.RawMessage{}
-	}
-	if out.Model == nil {
-		out.Model = json.RawMessage("null")
-	}
+	var turns []prompt.Message
 	if in.History && in.SessionID != "" && h != nil && size < limit {
-		turns, err := h.Turns(ctx, in.SessionID, s.o.Limits.historyTurns(in.MaxHistoryTurns), limit-size)
+		turns, err = h.Turns(ctx, in.SessionID, s.o.Limits.historyTurns(in.MaxHistoryTurns), limit-size)
 		if err != nil {
 			return nil, err
 		}
-		out.Messages = append(out.Messages, turns...)
 	}
+	out := prompt.Assemble(cfg, p.Version, p.Snapshot.ContentHash, vars, turns)
+	out.Release, out.Pinned, out.RepinnedFrom = p.Release, p.Pinned, p.RepinnedFrom
 	return out, nil
 }

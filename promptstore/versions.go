@@ -11,6 +11,7 @@ import (
 
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/ident"
+	"github.com/promptd/promptd/prompt"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -28,7 +29,7 @@ type Version struct {
 // Snapshot is a version with its parsed config, as the caches hold it.
 type Snapshot struct {
 	*Version
-	Parsed *Config
+	Parsed *prompt.Config
 }
 
 // MaxMessage bounds a version's message, in bytes.
@@ -48,7 +49,7 @@ type CreateVersionInput struct {
 // prepared is a validated create, ready to write.
 type prepared struct {
 	in     CreateVersionInput
-	parsed *Config
+	parsed *prompt.Config
 	canon  []byte
 	hash   string
 }
@@ -63,7 +64,7 @@ func prepare(in CreateVersionInput) (*prepared, error) {
 	if len(in.Message) > MaxMessage {
 		return nil, invalid(CodeInvalidField, "message", "message is longer than %d bytes", MaxMessage)
 	}
-	parsed, canon, err := ParseConfig(in.Config)
+	parsed, canon, err := prompt.ParseConfig(in.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +240,7 @@ func (s *Store) Snapshot(ctx context.Context, agent string, version int) (*Snaps
 	if sqlErr != nil {
 		return nil, sqlErr
 	}
-	parsed, _, err := ParseConfig(v.Config)
+	parsed, _, err := prompt.Load(v.Config)
 	if err != nil {
 		return nil, fmt.Errorf("promptstore: stored config of %s v%d does not parse: %w", agent, version, err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/promptd/promptd/prompt"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -37,7 +38,7 @@ type Release struct {
 	BasisPoints      int          `json:"-"`
 	// Overrides are the hashed keys forced onto each arm (see Overrides).
 	Overrides  Overrides         `json:"overrides"`
-	forced     map[string]string // key hash -> arm
+	forced     *prompt.Overrides // the override sets, for prompt.Decide
 	pausedLeft time.Duration     // the rest of the current step's wait, while paused
 	steps      []step
 }

@@ -1,14 +1,13 @@
 package release
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
 
 	"gorm.io/gorm"
 
+	"github.com/promptd/promptd/prompt"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/sqlstore"
 )
@@ -56,20 +55,17 @@ const (
 
 // OverrideHash is the stored form of an override key: hex SHA-256 of
 // "<release_id>:<key>".
-func OverrideHash(releaseID, key string) string {
-	sum := sha256.Sum256([]byte(releaseID + ":" + key))
-	return hex.EncodeToString(sum[:])
-}
+func OverrideHash(releaseID, key string) string { return prompt.OverrideID(releaseID, key) }
 
 // Override is the arm rel forces on key, the caller's stickiness key
 // (StickyKey), if one of its override lists names it. It is the one
 // override check of resolution, ahead of bucketing.
 func Override(rel *Release, key string) (arm string, ok bool) {
-	if key == "" || len(rel.forced) == 0 {
+	if key == "" {
 		return "", false
 	}
-	arm, ok = rel.forced[OverrideHash(rel.ID, key)]
-	return arm, ok
+	arm = rel.forced.Lookup(rel.ID, key)
+	return arm, arm != ""
 }
 
 // StickyKey is the key a caller is bucketed and matched on: the user id,
@@ -179,14 +175,15 @@ func readOverrides(tx *gorm.DB, rels ...*Release) error {
 	}
 	for _, row := range rows {
 		r := byID[row.ReleaseID]
-		if r.forced == nil {
-			r.forced = map[string]string{}
-		}
-		r.forced[row.KeyHash] = row.Arm
 		if row.Arm == ArmCandidate {
 			r.Overrides.Candidate = append(r.Overrides.Candidate, row.KeyHash)
 		} else {
 			r.Overrides.Baseline = append(r.Overrides.Baseline, row.KeyHash)
+		}
+	}
+	for _, r := range rels {
+		if len(r.Overrides.Candidate)+len(r.Overrides.Baseline) > 0 {
+			r.forced = prompt.NewOverrides(r.Overrides.Candidate, r.Overrides.Baseline)
 		}
 	}
 	return nil

@@ -4,11 +4,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/twmb/murmur3"
+	"github.com/promptd/promptd/prompt"
 )
 
 // Buckets is the bucket space: basis points of a percent.
-const Buckets = 10000
+const Buckets = prompt.Buckets
 
 // ParsePercent parses a decimal percent with at most 2 decimals, 0..100,
 // exactly (as a decimal string, never through float arithmetic), into basis
@@ -41,20 +41,10 @@ func ParsePercent(s string) (int, bool) {
 }
 
 // FormatPercent renders basis points as the shortest decimal: 1250 ->
-// "12.5", 1000 -> "10", 1 -> "0.01".
-func FormatPercent(bp int) string {
-	s := strconv.Itoa(bp / 100)
-	if f := bp % 100; f != 0 {
-		fs := strconv.Itoa(f)
-		if f < 10 {
-			fs = "0" + fs
-		}
-		s += "." + strings.TrimRight(fs, "0")
-	}
-	return s
-}
+// "12.5", 1000 -> "10", 1 -> "0.01" (prompt.FormatPercent).
+func FormatPercent(bp int) string { return prompt.FormatPercent(bp) }
 
-// Bucket is murmur3_x86_32(utf8("<release_id>:<key>"), seed 0) mod 10000.
-func Bucket(releaseID, key string) int {
-	return int(murmur3.Sum32([]byte(releaseID+":"+key)) % Buckets)
-}
+// Bucket is murmur3_x86_32(utf8("<release_id>:<key>"), seed 0) mod 10000
+// (prompt.Bucket, the one implementation the server and local evaluators
+// share).
+func Bucket(releaseID, key string) int { return prompt.Bucket(releaseID, key) }

@@ -5,13 +5,16 @@ import (
 	"errors"
 
 	"github.com/promptd/promptd/events"
+	"github.com/promptd/promptd/prompt"
 	"github.com/promptd/promptd/promptstore"
 )
 
 // Resolver puts the active release's arm in front of Next (the env
-// pointer): bucket = murmur3("<release_id>:<key>") mod 10000, candidate
-// iff bucket < basis points; key is the user id (the session id for
-// session stickiness or when there is no user id); no key: baseline. The
+// pointer), decided by prompt.Decide (the one implementation local
+// evaluators share): bucket = murmur3("<release_id>:<key>") mod 10000,
+// candidate iff bucket < basis points; key is the user id (the session id
+// for session stickiness or when there is no user id); no key: baseline;
+// a revoked candidate serves the baseline. The
 // release is the one Next's resolution names (the pointer row's
 // active_release_id). With warm caches it makes no network call.
 type Resolver struct {
@@ -35,16 +38,9 @@ func (r Resolver) Resolve(ctx context.Context, req promptstore.Request) (prompts
 		}
 		return res, nil
 	}
-	arm, version, bucket := Arm(rel, req.UserID, req.SessionID)
-	reason := ReasonBucket
-	if forced, ok := Override(rel, StickyKey(rel, req.UserID, req.SessionID)); ok {
-		arm, version, reason = forced, rel.versionOf(forced), ReasonOverride
-	}
-	if version == rel.CandidateVersion && res.Revoked[version] {
-		arm, version = ArmBaseline, rel.BaselineVersion
-	}
-	res.Version = version
-	res.Release = &promptstore.Trace{ID: rel.ID, Arm: arm, Bucket: bucket, Percent: rel.Percent, Reason: reason}
+	arms := rel.Arms()
+	res.Version, res.Release = prompt.Decide(arms, res.Revoked, req.UserID, req.SessionID)
+	res.ActiveRelease = arms
 	return res, nil
 }
 
@@ -63,17 +59,20 @@ func (s *Service) Resolve(ctx context.Context, req promptstore.Request) (prompts
 }
 
 // Arm buckets a caller into a release: the arm, its version and the
-// bucket (nil without a key).
+// bucket (nil without a key), by bucket alone (overrides and revocations
+// aside; Resolve applies them through prompt.Decide).
 func Arm(rel *Release, userID, sessionID string) (arm string, version int, bucket *int) {
-	key := StickyKey(rel, userID, sessionID)
-	if key == "" {
-		return "baseline", rel.BaselineVersion, nil
-	}
-	b := Bucket(rel.ID, key)
-	if b < rel.BasisPoints {
-		return "candidate", rel.CandidateVersion, &b
-	}
-	return "baseline", rel.BaselineVersion, &b
+	arms := rel.Arms()
+	arms.Overrides = nil
+	version, t := prompt.Decide(arms, nil, userID, sessionID)
+	return t.Arm, version, t.Bucket
+}
+
+// Arms is what the arm decision (prompt.Decide, shared with local
+// evaluators) needs of the release, its override sets included.
+func (r *Release) Arms() *prompt.Release {
+	return &prompt.Release{ID: r.ID, BaselineVersion: r.BaselineVersion, CandidateVersion: r.CandidateVersion,
+		BasisPoints: r.BasisPoints, Stickiness: r.Stickiness, Overrides: r.forced}
 }
 
 // active returns an active release from the cache, else SQL.

@@ -39,6 +39,10 @@ type Options struct {
 	LockWait time.Duration // default 2s
 	// SQLTimeout bounds each SQL operation; default 5s.
 	SQLTimeout time.Duration
+	// NewID names a new release; nil: "rel_" + 16 random hex digits. A
+	// test hook (conformance vectors name their release ids); an id must
+	// be unique and 1..128 identifier characters.
+	NewID func() string
 }
 
 // EventKind is the kind of the events a release change publishes.
@@ -75,6 +79,9 @@ func New(o Options) *Service {
 	}
 	if o.SQLTimeout <= 0 {
 		o.SQLTimeout = 5 * time.Second
+	}
+	if o.NewID == nil {
+		o.NewID = newID
 	}
 	s := &Service{o: o, store: o.Store, db: o.DB, log: o.Logger, audit: audit.Log{Instance: o.Instance, Now: o.Now}, cache: map[string]*Release{}}
 	o.Bus.Subscribe(EventKind, s.onEvent)
@@ -148,7 +155,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Release, error) 
 	if err != nil {
 		return nil, err
 	}
-	id := newID()
+	id := s.o.NewID()
 	overrides, err := hashOverrides(id, in.Overrides)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/prompt"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/sqlstore"
 )
@@ -84,8 +85,11 @@ func (r Resolver) Resolve(ctx context.Context, req promptstore.Request) (prompts
 		return promptstore.Resolution{}, err
 	}
 	if !res.Revoked[p.version] {
+		// While a release is active the trace names it and the arm of
+		// the pinned version, reason "pinned".
 		return promptstore.Resolution{Agent: req.Agent, Env: req.Env, Version: p.version, Pinned: true,
-			ActiveReleaseID: res.ActiveReleaseID, Revoked: res.Revoked}, nil
+			Release:         prompt.Pinned(res.ActiveRelease, res.Release, p.version),
+			ActiveReleaseID: res.ActiveReleaseID, Revoked: res.Revoked, ActiveRelease: res.ActiveRelease}, nil
 	}
 	now, err := r.S.repin(ctx, req.SessionID, p, res.Version)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/ident"
 	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/prompt"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/sqlstore"
 )
@@ -299,7 +300,7 @@ func (s *Service) Get(ctx context.Context, id string, since int64, limit int) (*
 // fit in maxBytes (as the session_bytes limit counts them), never
 // starting with tool turns cut off from the assistant turn whose
 // tool_calls they answer. Only the turns returned are read in full.
-func (s *Service) Turns(ctx context.Context, id string, max int, maxBytes int64) ([]promptstore.Message, error) {
+func (s *Service) Turns(ctx context.Context, id string, max int, maxBytes int64) ([]prompt.Message, error) {
 	ctx, cancel := s.sqlCtx(ctx)
 	defer cancel()
 	var rows []turnRow
@@ -310,10 +311,10 @@ func (s *Service) Turns(ctx context.Context, id string, max int, maxBytes int64)
 	if err != nil {
 		return nil, storeErr(err)
 	}
-	out := make([]promptstore.Message, len(rows))
+	out := make([]prompt.Message, len(rows))
 	for i, r := range rows {
 		t := r.turn()
-		out[i] = promptstore.Message{Role: t.Role, Content: t.Content, Name: t.Name, ToolCallID: t.ToolCallID, ToolCalls: t.ToolCalls}
+		out[i] = prompt.Message{Role: t.Role, Content: t.Content, Name: t.Name, ToolCallID: t.ToolCallID, ToolCalls: t.ToolCalls}
 	}
 	return out, nil
 }

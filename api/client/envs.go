@@ -117,6 +117,7 @@ type Trace struct {
 	Arm     string      `json:"arm"` // "baseline" or "candidate"
 	Bucket  *int        `json:"bucket"`
 	Percent json.Number `json:"percent"`
+	Reason  string      `json:"reason"` // "bucket", "override" or "pinned"
 }
 
 // Prompt is a resolved prompt: the version this caller gets, why, and its
@@ -178,6 +179,9 @@ type AssembleRequest struct {
 	Variables       map[string]string `json:"variables"`
 	History         bool              `json:"history,omitempty"`
 	MaxHistoryTurns int               `json:"max_history_turns,omitempty"`
+	// Format is "plain" (also "") or "openai"; Assemble takes plain,
+	// AssembleOpenAI sets openai.
+	Format string `json:"format,omitempty"`
 }
 
 // Message is one chat message.
@@ -214,7 +218,35 @@ func (c *Client) Assemble(ctx context.Context, agent, env string, req AssembleRe
 	if req.Variables == nil {
 		req.Variables = map[string]string{}
 	}
+	req.Format = ""
 	var a Assembled
 	_, err := c.do(ctx, call{method: http.MethodPost, path: envPath(agent, env) + "/assemble", body: req}, &a)
 	return ret(&a, err)
+}
+
+// OpenAIRequest is an assembled prompt in the openai format: Body is the
+// OpenAI Chat Completions request body to send as it is (unmarshal it
+// into the SDK's request type); Served and Release are the
+// Promptd-Version ("<agent>/<env>/<version>") and Promptd-Release
+// headers (Release "" when no release had a part).
+type OpenAIRequest struct {
+	Body    json.RawMessage
+	Served  string
+	Release string
+}
+
+// AssembleOpenAI renders the prompt for a caller as an OpenAI Chat
+// Completions request body (format=openai): ErrMissingVariable as
+// Assemble, and a 422 invalid_config when the config has no model.name.
+func (c *Client) AssembleOpenAI(ctx context.Context, agent, env string, req AssembleRequest) (*OpenAIRequest, error) {
+	if req.Variables == nil {
+		req.Variables = map[string]string{}
+	}
+	req.Format = "openai"
+	var body json.RawMessage
+	resp, err := c.do(ctx, call{method: http.MethodPost, path: envPath(agent, env) + "/assemble", body: req}, &body)
+	if err != nil {
+		return nil, err
+	}
+	return &OpenAIRequest{Body: body, Served: resp.Header.Get("Promptd-Version"), Release: resp.Header.Get("Promptd-Release")}, nil
 }

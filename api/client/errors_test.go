@@ -98,6 +98,23 @@ func TestErrors_eachProblemCode_isTyped(t *testing.T) {
 		if err != nil || a.Messages[0].Text() != "Hi Ada" {
 			t.Fatalf("assemble: %+v, %v", a, err)
 		}
+		// Without model.name there is no openai body; with it, the body
+		// and the headers say what was served.
+		_, err = s.rt.AssembleOpenAI(ctx, "greeter", "prod", client.AssembleRequest{Variables: map[string]string{"name": "Ada"}})
+		if e := wantCode(t, err, client.ErrInvalidConfig); e.Field() != "config.model.name" {
+			t.Fatalf("Field %q", e.Field())
+		}
+		cfg = json.RawMessage(`{"system":"Hi {{name}}","model":{"name":"gpt-4o"},"variables":{"name":{"required":true}}}`)
+		if _, err := s.admin.CreateVersion(ctx, "greeter", client.CreateVersionRequest{BaseVersion: 1, Config: cfg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.admin.PutEnv(ctx, "greeter", "staging", client.PutEnvRequest{Version: 2}); err != nil {
+			t.Fatal(err)
+		}
+		o, err := s.rt.AssembleOpenAI(ctx, "greeter", "staging", client.AssembleRequest{Variables: map[string]string{"name": "Ada"}})
+		if err != nil || string(o.Body) != `{"model":"gpt-4o","messages":[{"role":"system","content":"Hi Ada"}]}` || o.Served != "greeter/staging/2" || o.Release != "" {
+			t.Fatalf("openai: %+v, %v", o, err)
+		}
 	})
 	t.Run("import_rejected", func(t *testing.T) {
 		_, err := s.admin.Import(ctx, client.ImportAllOrNothing, []client.ImportItem{

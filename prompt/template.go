@@ -1,4 +1,4 @@
-package promptstore
+package prompt
 
 import "strings"
 

@@ -1,10 +1,12 @@
-package promptstore
+package prompt
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
+
+	"github.com/promptd/promptd/internal/canonjson"
 )
 
 // Config is a parsed prompt config. The canonical JSON it came from is what
@@ -14,6 +16,7 @@ type Config struct {
 	Tools     []json.RawMessage   `json:"tools,omitempty"`
 	Skills    []Skill             `json:"skills,omitempty"`
 	Memory    []string            `json:"memory,omitempty"`
+	Messages  []ChatMessage       `json:"messages,omitempty"`
 	Model     json.RawMessage     `json:"model,omitempty"`
 	Variables map[string]Variable `json:"variables,omitempty"`
 }
@@ -22,6 +25,13 @@ type Config struct {
 type Skill struct {
 	Name         string `json:"name"`
 	Instructions string `json:"instructions"`
+}
+
+// ChatMessage is a fixed message of a chat template (few-shot examples, a
+// standing instruction); Content is a template like System.
+type ChatMessage struct {
+	Role    string `json:"role"` // "user", "assistant" or "system"
+	Content string `json:"content"`
 }
 
 // Variable declares a template variable.
@@ -37,15 +47,42 @@ const (
 	MaxSkills    = 128
 	MaxMemory    = 1024
 	MaxVariables = 256
+	MaxMessages  = 100
 )
 
-// ParseConfig validates a raw config document and returns it with its
-// canonical JSON. Every placeholder must be declared in variables.
+// ReservedModelKeys may not appear inside model: the OpenAI shape puts
+// model's keys at the top level of the request, next to these.
+var ReservedModelKeys = []string{"messages", "model", "stream", "tools"}
+
+// ParseConfig validates a raw config document, as a version create does,
+// and returns it with its canonical JSON. Every placeholder must be
+// declared in variables; model may not hold the reserved keys and its
+// name, when given, is a non-empty string.
 func ParseConfig(raw []byte) (*Config, []byte, error) {
+	c, canon, err := parse(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.checkModel(); err != nil {
+		return nil, nil, err
+	}
+	return c, canon, nil
+}
+
+// Load parses a stored config (JSON that ParseConfig accepted when its
+// version was created). It applies the rules every stored config
+// met, so versions created before a rule was added still load; the
+// rules added since are checked where they matter (the OpenAI shape
+// checks model when it is asked for). It returns the canonical JSON too.
+func Load(raw []byte) (*Config, []byte, error) {
+	return parse(raw)
+}
+
+func parse(raw []byte) (*Config, []byte, error) {
 	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		return nil, nil, invalid(CodeInvalidConfig, "config", "config is required")
 	}
-	canon, err := Canonical(raw)
+	canon, err := canonjson.Canonical(raw)
 	if err != nil {
 		return nil, nil, invalid(CodeInvalidConfig, "config", "%v", err)
 	}
@@ -55,7 +92,7 @@ func ParseConfig(raw []byte) (*Config, []byte, error) {
 	}
 	for k := range top {
 		switch k {
-		case "system", "tools", "skills", "memory", "model", "variables":
+		case "system", "tools", "skills", "memory", "messages", "model", "variables":
 		default:
 			return nil, nil, invalid(CodeInvalidConfig, "config."+k, "unknown field")
 		}
@@ -70,7 +107,7 @@ func ParseConfig(raw []byte) (*Config, []byte, error) {
 	for _, f := range []struct {
 		name string
 		dst  any
-	}{{"tools", &c.Tools}, {"skills", &c.Skills}, {"memory", &c.Memory}, {"variables", &c.Variables}} {
+	}{{"tools", &c.Tools}, {"skills", &c.Skills}, {"memory", &c.Memory}, {"messages", &c.Messages}, {"variables", &c.Variables}} {
 		if err := decodeField(top, f.name, f.dst); err != nil {
 			return nil, nil, err
 		}
@@ -80,6 +117,9 @@ func ParseConfig(raw []byte) (*Config, []byte, error) {
 			return nil, nil, invalid(CodeInvalidConfig, "config.model", "model must be an object")
 		}
 		c.Model = m
+	}
+	if err := c.checkMessages(top["messages"]); err != nil {
+		return nil, nil, err
 	}
 	if err := c.validate(); err != nil {
 		return nil, nil, err
@@ -171,6 +211,9 @@ func (c *Config) templates() []template {
 	for i, m := range c.Memory {
 		out = append(out, template{fmt.Sprintf("config.memory[%d]", i), m})
 	}
+	for i, m := range c.Messages {
+		out = append(out, template{fmt.Sprintf("config.messages[%d].content", i), m.Content})
+	}
 	return out
 }
 
@@ -197,3 +240,54 @@ func (c *Config) VariableNames() []string {
 	sort.Strings(names)
 	return names
 }
+
+// checkMessages checks the chat template (raw as written): a role of
+// user, assistant or system and a string content, for every message.
+func (c *Config) checkMessages(raw json.RawMessage) error {
+	if len(c.Messages) > MaxMessages {
+		return invalid(CodeInvalidConfig, "config.messages", "at most %d messages", MaxMessages)
+	}
+	var present []map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &present) // decodeField accepted it
+	for i, m := range c.Messages {
+		if i < len(present) {
+			if _, ok := present[i]["content"]; !ok {
+				return invalid(CodeInvalidConfig, fmt.Sprintf("config.messages[%d].content", i), "content is required")
+			}
+		}
+		switch m.Role {
+		case "user", "assistant", "system":
+		default:
+			return invalid(CodeInvalidConfig, fmt.Sprintf("config.messages[%d].role", i), "role must be user, assistant or system")
+		}
+	}
+	return nil
+}
+
+// checkModel refuses the keys the OpenAI shape owns inside model and a
+// name that is not a non-empty string.
+func (c *Config) checkModel() error {
+	if c.Model == nil {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(c.Model, &m); err != nil {
+		return invalid(CodeInvalidConfig, "config.model", "model must be an object")
+	}
+	for _, k := range ReservedModelKeys {
+		if _, ok := m[k]; ok {
+			return invalid(CodeInvalidConfig, "config.model."+k, "model may not set %s: promptd assembles it", k)
+		}
+	}
+	if raw, ok := m["name"]; ok {
+		var name string
+		if err := json.Unmarshal(raw, &name); err != nil || name == "" {
+			return invalid(CodeInvalidConfig, "config.model.name", "model.name must be a non-empty string")
+		}
+	}
+	return nil
+}
+
+// ContentHash is a config's content_hash: "sha256:" + hex of its
+// canonical JSON (ParseConfig and Load return it).
+func ContentHash(canonical []byte) string { return canonjson.Hash(canonical) }

@@ -1,0 +1,179 @@
+package prompt
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Bind checks assemble-time variables against the config's declarations:
+// values must be strings; a required variable without a value is missing;
+// defaults fill the rest; undeclared extras are ignored.
+func (c *Config) Bind(vars map[string]json.RawMessage) (map[string]string, error) {
+	out := make(map[string]string, len(c.Variables))
+	for _, name := range c.VariableNames() {
+		decl := c.Variables[name]
+		raw, given := vars[name]
+		if given && string(raw) != "null" {
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return nil, &InvalidError{Code: CodeInvalidVariable, Variable: name, Field: "variables." + name,
+					Detail: fmt.Sprintf("variable %s must be a string", name)}
+			}
+			out[name] = s
+			continue
+		}
+		switch {
+		case decl.Default != nil:
+			out[name] = *decl.Default
+		case decl.Required:
+			return nil, &InvalidError{Code: CodeMissingVariable, Variable: name, Field: "variables." + name,
+				Detail: fmt.Sprintf("required variable %s is missing", name)}
+		}
+	}
+	return out, nil
+}
+
+// SystemMessage renders the system message, byte for byte: the rendered
+// system; then, with skills, "\n\n# Skills" and per skill
+// "\n\n## <name>\n<instructions>"; then, with memory, "\n\n# Memory" and per
+// item "\n- <item>".
+func (c *Config) SystemMessage(vars map[string]string) string {
+	var b strings.Builder
+	b.WriteString(Render(c.System, vars))
+	if len(c.Skills) > 0 {
+		b.WriteString("\n\n# Skills")
+		for _, s := range c.Skills {
+			b.WriteString("\n\n## ")
+			b.WriteString(s.Name)
+			b.WriteString("\n")
+			b.WriteString(Render(s.Instructions, vars))
+		}
+	}
+	if len(c.Memory) > 0 {
+		b.WriteString("\n\n# Memory")
+		for _, m := range c.Memory {
+			b.WriteString("\n- ")
+			b.WriteString(Render(m, vars))
+		}
+	}
+	return b.String()
+}
+
+// Message is one chat message of an assembled prompt: the fields a chat
+// completions request takes, and no others.
+type Message struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Name       string          `json:"name,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
+}
+
+// Conversation is the assembled conversation: the system message, then the
+// config's rendered messages in order, then history (the session's turns,
+// oldest first, already cut).
+func (c *Config) Conversation(vars map[string]string, history []Message) []Message {
+	out := make([]Message, 0, 1+len(c.Messages)+len(history))
+	out = append(out, Message{Role: "system", Content: jsonString(c.SystemMessage(vars))})
+	for _, m := range c.Messages {
+		out = append(out, Message{Role: m.Role, Content: jsonString(Render(m.Content, vars))})
+	}
+	return append(out, history...)
+}
+
+// jsonString is s as a JSON string, as encoding/json writes it.
+func jsonString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// FixedSize is the size of what an assembly holds besides the history:
+// the JSON-encoded system message and config messages, the tools and the
+// model. It is computed without rendering: the literal text and each
+// variable's value are measured once, and a value counts once per
+// placeholder naming it.
+func (c *Config) FixedSize(vars map[string]string) int64 {
+	varSize := make(map[string]int64, len(vars))
+	n := c.systemMessageSize(vars, varSize) + int64(len(c.Model))
+	for _, m := range c.Messages {
+		n += 2 + renderedSize(m.Content, vars, varSize, jsonStringSize)
+	}
+	for _, t := range c.Tools {
+		n += int64(len(t))
+	}
+	return n
+}
+
+// SystemMessageSize is len(json.Marshal(c.SystemMessage(vars))), computed
+// without rendering.
+func (c *Config) SystemMessageSize(vars map[string]string) int64 {
+	return c.systemMessageSize(vars, make(map[string]int64, len(vars)))
+}
+
+func (c *Config) systemMessageSize(vars map[string]string, varSize map[string]int64) int64 {
+	n := int64(2) + renderedSize(c.System, vars, varSize, jsonStringSize)
+	if len(c.Skills) > 0 {
+		n += jsonStringSize("\n\n# Skills")
+		for _, s := range c.Skills {
+			n += jsonStringSize("\n\n## ") + jsonStringSize(s.Name) + jsonStringSize("\n") +
+				renderedSize(s.Instructions, vars, varSize, jsonStringSize)
+		}
+	}
+	if len(c.Memory) > 0 {
+		n += jsonStringSize("\n\n# Memory")
+		for _, m := range c.Memory {
+			n += jsonStringSize("\n- ") + renderedSize(m, vars, varSize, jsonStringSize)
+		}
+	}
+	return n
+}
+
+// asciiJSONSize[b] is the size of ASCII byte b in a string json.Marshal
+// encodes (HTML escaping on, as jsonString encodes messages).
+var asciiJSONSize = func() (t [utf8.RuneSelf]int64) {
+	for b := range t {
+		enc, _ := json.Marshal(string(rune(b)))
+		t[b] = int64(len(enc) - 2)
+	}
+	return t
+}()
+
+// jsonStringSize is the size of s inside a string json.Marshal encodes,
+// quotes left out.
+func jsonStringSize(s string) int64 {
+	var n int64
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			n += asciiJSONSize[b]
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1, r == '\u2028', r == '\u2029':
+			n += 6 // \ufffd, \u2028, \u2029
+		default:
+			n += int64(size)
+		}
+		i += size
+	}
+	return n
+}
+
+// CutHistory is the history an assembly appends, as the server cuts a
+// session's turns: turns oldest first; with max > 0 the newest max, and
+// when that may have left older turns out (max turns or more), leading
+// tool turns are dropped too, so a tool answer is never separated from
+// the assistant turn whose tool_calls it answers.
+func CutHistory(turns []Message, max int) []Message {
+	if max <= 0 || len(turns) < max {
+		return turns
+	}
+	turns = turns[len(turns)-max:]
+	for len(turns) > 0 && turns[0].Role == "tool" {
+		turns = turns[1:]
+	}
+	return turns
+}
