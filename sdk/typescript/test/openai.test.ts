@@ -68,6 +68,7 @@ test("openai_realAssembledBodies_areAcceptedByTheOpenAIPackagesRequestType_andTh
 
   const bodies = [withTools.body, noTools.body];
   assert.equal(withTools.body.model, "gpt-4o");
+  assert.equal(withTools.promptdVersion, `${full}/prod/1`);
   assert.equal(withTools.body.temperature, 0.2);
   assert.ok(withTools.body.tools && withTools.body.tools.length === 1);
   assert.ok(withTools.body.messages.some((m) => m.role === "tool"));
