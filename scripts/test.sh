@@ -106,6 +106,11 @@ run /usr/bin/python3 -m mypy --strict --cache-dir "$PROMPTD_SERVICES_DIR/mypy" s
 run /usr/bin/python3 -m pyflakes sdk/python
 run env PROMPTD_BIN="$python_bin" /usr/bin/python3 -m pytest -q -p no:cacheprovider sdk/python
 
+section "sdk/typescript: npm ci, lint, tsc --strict, tests on a real promptd, openai type check, LangGraph double run"
+run bash -c 'go build -o "$PROMPTD_SERVICES_DIR/promptd-ts" ./cmd/promptd &&
+	cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run lint && npm run build &&
+	export PROMPTD_BIN="$PROMPTD_SERVICES_DIR/promptd-ts" && npm test'
+
 if [ -f bench/go.mod ]; then
 	section "bench: go vet, its unit tests and a short benchmark run"
 	run bash -c "cd bench && go vet ./... && go test -count=1 -bench . -benchtime 200x ./..."

@@ -1,0 +1,131 @@
+// Local rendering and assembly with exactly the server's rules
+// (promptstore/template.go, assemble.go; API.md, Resolving and assembling).
+// Placeholders are ASCII, so scanning UTF-16 strings finds exactly what the
+// server finds scanning UTF-8 bytes.
+
+import { InvalidConfigError, InvalidVariableError, MissingVariableError } from "./errors.js";
+import type { AssembledPlain, Message, OpenAIChatBody, OpenAIMessage, PromptConfig, ReleaseTrace } from "./types.js";
+
+const isNameStart = (c: number): boolean => c === 95 || (c >= 97 && c <= 122) || (c >= 65 && c <= 90);
+const isDigit = (c: number): boolean => c >= 48 && c <= 57;
+const isBlank = (c: number): boolean => c === 32 || c === 9;
+
+/** The placeholder at s[i] ("{{" there): its name and the index after it. */
+function placeholderAt(s: string, i: number): { name: string; end: number } | undefined {
+  let j = i + 2;
+  while (j < s.length && isBlank(s.charCodeAt(j))) j++;
+  const start = j;
+  while (j < s.length && (isNameStart(s.charCodeAt(j)) || (j > start && isDigit(s.charCodeAt(j))))) j++;
+  if (j === start) return undefined;
+  const name = s.slice(start, j);
+  while (j < s.length && isBlank(s.charCodeAt(j))) j++;
+  if (!s.startsWith("}}", j)) return undefined;
+  return { name, end: j + 2 };
+}
+
+/** One-pass substitution: a substituted value is never expanded again; a bad "{{" is literal. */
+export function render(s: string, vars: Readonly<Record<string, string>>): string {
+  if (!s.includes("{{")) return s;
+  let out = "";
+  let i = 0;
+  while (i < s.length) {
+    const k = s.indexOf("{{", i);
+    if (k < 0) {
+      out += s.slice(i);
+      break;
+    }
+    out += s.slice(i, k);
+    i = k;
+    const p = placeholderAt(s, i);
+    if (p) {
+      out += Object.prototype.hasOwnProperty.call(vars, p.name) ? (vars[p.name] ?? "") : "";
+      i = p.end;
+      continue;
+    }
+    out += "{";
+    i++;
+  }
+  return out;
+}
+
+/** Binds assemble-time variables: strings only, required ones present, defaults filled, extras ignored. */
+export function bind(cfg: PromptConfig, given: Readonly<Record<string, unknown>> = {}): Record<string, string> {
+  const out: Record<string, string> = {};
+  const names = Object.keys(cfg.variables ?? {}).sort();
+  for (const name of names) {
+    const decl = cfg.variables?.[name] ?? {};
+    const v = Object.prototype.hasOwnProperty.call(given, name) ? given[name] : undefined;
+    if (v !== undefined && v !== null) {
+      if (typeof v !== "string") {
+        throw new InvalidVariableError(422, "invalid_variable", `variable ${name} must be a string`, { variable: name, field: `variables.${name}` });
+      }
+      out[name] = v;
+    } else if (decl.default !== undefined && decl.default !== null) {
+      out[name] = decl.default;
+    } else if (decl.required) {
+      throw new MissingVariableError(422, "missing_variable", `required variable ${name} is missing`, { variable: name, field: `variables.${name}` });
+    }
+  }
+  return out;
+}
+
+/** The system message, byte for byte. */
+export function systemMessage(cfg: PromptConfig, vars: Readonly<Record<string, string>>): string {
+  let b = render(cfg.system, vars);
+  if (cfg.skills && cfg.skills.length > 0) {
+    b += "\n\n# Skills";
+    for (const s of cfg.skills) b += "\n\n## " + s.name + "\n" + render(s.instructions, vars);
+  }
+  if (cfg.memory && cfg.memory.length > 0) {
+    b += "\n\n# Memory";
+    for (const m of cfg.memory) b += "\n- " + render(m, vars);
+  }
+  return b;
+}
+
+/** The system message, then the config's rendered messages (no session turns). */
+export function messages(cfg: PromptConfig, vars: Readonly<Record<string, string>>): Message[] {
+  const out: Message[] = [{ role: "system", content: systemMessage(cfg, vars) }];
+  for (const m of cfg.messages ?? []) out.push({ role: m.role, content: render(m.content, vars) });
+  return out;
+}
+
+export interface Picked {
+  version: number;
+  content_hash: string;
+  config: PromptConfig;
+  release: ReleaseTrace | null;
+  pinned: boolean;
+}
+
+export function assemblePlain(p: Picked, variables?: Readonly<Record<string, unknown>>): AssembledPlain {
+  const vars = bind(p.config, variables);
+  return {
+    version: p.version,
+    content_hash: p.content_hash,
+    messages: messages(p.config, vars),
+    tools: p.config.tools ?? [],
+    model: p.config.model ?? null,
+    release: p.release,
+    pinned: p.pinned,
+  };
+}
+
+export function assembleOpenAI(p: Picked, variables?: Readonly<Record<string, unknown>>): OpenAIChatBody {
+  const vars = bind(p.config, variables);
+  const model = p.config.model;
+  if (!model || typeof model.name !== "string" || model.name === "") {
+    throw new InvalidConfigError(422, "invalid_config", "format=openai needs the config's model.name", { field: "config.model.name" });
+  }
+  for (const k of ["model", "messages", "tools", "stream"]) {
+    if (Object.prototype.hasOwnProperty.call(model, k)) {
+      throw new InvalidConfigError(422, "invalid_config", `model may not set ${k} in the openai format`, { field: `config.model.${k}` });
+    }
+  }
+  // {"model": name, the other model keys sorted, "messages", "tools"?}: the server's key order.
+  const body = { model: model.name } as OpenAIChatBody & Record<string, unknown>;
+  for (const k of Object.keys(model).filter((k) => k !== "name").sort()) body[k] = model[k];
+  body.messages = messages(p.config, vars).map((m): OpenAIMessage => ({ role: m.role, content: m.content }) as OpenAIMessage);
+  if (p.config.tools && p.config.tools.length > 0) body.tools = p.config.tools;
+  return body;
+}

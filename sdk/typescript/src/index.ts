@@ -1,0 +1,11 @@
+export * from "./errors.js";
+export * from "./types.js";
+export { Transport, TransportError, newIdempotencyKey, type CallOptions, type TransportOptions, type Request, type Answer } from "./http.js";
+export { Client, type ClientOptions, type Assembled, type Precondition, type SessionLeaseRequest } from "./client.js";
+export { withSessionLease, appendOptimistic, type HeldLease, type SessionLeaseOptions } from "./lease.js";
+export { LocalPrompts, type LocalPromptsOptions } from "./local.js";
+export { ExposureBatcher } from "./exposures.js";
+export { render, bind, systemMessage, assemblePlain, assembleOpenAI } from "./assemble.js";
+export { murmur3, bucket } from "./murmur3.js";
+export { parseSSE, type SSEMessage } from "./sse.js";
+export { resolveLocal, assembleLocal, cutHistory, AskServer, type LocalRequest } from "./evaluate.js";
