@@ -20,7 +20,7 @@ test("LocalPrompts_exposures_afterNLocalResolves_matchWhatWasResolved", async ()
   const rel = await pd.admin.createRelease(agent, env, { candidate_version: v2, percent: 50, stickiness: "user" });
   const lp = await new LocalPrompts({ client: pd.runtime, agents: [agent], exposureFlushMs: 0 }).start();
   const want = new Map<string, number>();
-  const N = 500;
+  const N = 3333; // with the Go client's 3,334 and the Python SDK's 3,333: 10,000
   for (let i = 0; i < N; i++) {
     const r = await lp.resolve(agent, env, { userId: `user-${i}` });
     const k = `${r.release?.arm ?? ""}/${r.version}`;
