@@ -6,6 +6,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/promptd/promptd/release/guard"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -34,6 +35,8 @@ type Release struct {
 	CreatedAt        time.Time     `json:"created_at"`
 	UpdatedAt        time.Time     `json:"updated_at"`
 	History          []Transition  `json:"history"`
+	Guard            *GuardStatus  `json:"guard"` // nil: unguarded
+	Stats            *guard.Stats  `json:"stats"` // set by Describe
 	BasisPoints      int           `json:"-"`
 	pausedLeft       time.Duration // the rest of the current step's wait, while paused
 	steps            []step
@@ -69,6 +72,7 @@ type releaseRow struct {
 	CreatedBy        string
 	CreatedAtMs      int64
 	UpdatedAtMs      int64
+	GuardCols        guardRow `gorm:"embedded"`
 }
 
 const releaseCols = `id, agent, env, state, baseline_version, candidate_version, basis_points, stickiness, steps,
@@ -79,7 +83,7 @@ func (r *releaseRow) release() *Release {
 		CandidateVersion: r.CandidateVersion, BasisPoints: r.BasisPoints, Percent: json.Number(FormatPercent(r.BasisPoints)),
 		Stickiness: r.Stickiness, StepsApplied: r.StepsApplied, Revision: r.Revision, Message: r.Message,
 		CreatedBy: r.CreatedBy, CreatedAt: time.UnixMilli(r.CreatedAtMs).UTC(), UpdatedAt: time.UnixMilli(r.UpdatedAtMs).UTC(),
-		steps: decodeSteps(r.Steps), History: []Transition{}}
+		steps: decodeSteps(r.Steps), History: []Transition{}, Guard: r.GuardCols.status(r.CreatedAtMs)}
 	rel.Steps = make([]Step, len(rel.steps))
 	for i, s := range rel.steps {
 		rel.Steps[i] = s.api()
@@ -96,7 +100,7 @@ func (r *releaseRow) release() *Release {
 
 // readRelease reads one release row within tx (FOR UPDATE with lock).
 func readRelease(tx *gorm.DB, id string, lock bool) (*Release, error) {
-	q := `SELECT ` + releaseCols + ` FROM releases WHERE id = ?`
+	q := `SELECT ` + selectCols + ` FROM releases WHERE id = ?`
 	if lock {
 		q += sqlstore.ForUpdate(tx)
 	}

@@ -54,5 +54,5 @@ func Migrations() []sqlstore.Migration {
 			},
 			Primary: []string{"release_id", "revision"},
 		})
-	}}}
+	}}, {Component: "release_guard", Version: 1, Name: "releases.guard and the guard's trip and restart", Up: addGuardColumns}}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/release/guard"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -39,6 +40,11 @@ type Options struct {
 	LockWait time.Duration // default 2s
 	// SQLTimeout bounds each SQL operation; default 5s.
 	SQLTimeout time.Duration
+	// Outcomes is where guards and release statistics read outcomes; nil:
+	// releases show no stats and guards stay collecting.
+	Outcomes Outcomes
+	// GuardMetrics are the guard evaluator's collectors (nil: none).
+	GuardMetrics *GuardMetrics
 }
 
 // EventKind is the kind of the events a release change publishes.
@@ -90,6 +96,7 @@ type CreateInput struct {
 	Steps            []Step
 	Message          string
 	ExpectedRevision *int64 // the pointer's, optional
+	Guard            *guard.Config
 }
 
 func newID() string {
@@ -145,6 +152,9 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Release, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := checkGuard(in.Guard); err != nil {
+		return nil, err
+	}
 	defer s.lock(ctx, in.Agent, in.Env)()
 	ctx, cancel := context.WithTimeout(ctx, s.o.SQLTimeout)
 	defer cancel()
@@ -188,8 +198,15 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Release, error) 
 			return nil, err
 		}
 		rel := row.release()
+		if in.Guard != nil {
+			if err := writeGuard(tx, rel.ID, in.Guard); err != nil {
+				return nil, err
+			}
+			rel.Guard = &GuardStatus{Config: *in.Guard, State: guard.Collecting, Since: rel.CreatedAt}
+		}
 		if err := s.record(ctx, tx, rel, "create", "", Running, bp, in.Message, "release.created",
-			map[string]any{"baseline_version": cur.Version, "candidate_version": in.CandidateVersion, "percent": rel.Percent, "steps": rel.Steps}); err != nil {
+			map[string]any{"baseline_version": cur.Version, "candidate_version": in.CandidateVersion, "percent": rel.Percent, "steps": rel.Steps,
+				"guard": in.Guard}); err != nil {
 			return nil, err
 		}
 		return rel, readHistory(tx, rel)
@@ -268,7 +285,7 @@ func (s *Service) List(ctx context.Context, agent, env string, p promptstore.Pag
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.o.SQLTimeout)
 	defer cancel()
-	q := `SELECT ` + releaseCols + ` FROM releases WHERE agent = ? AND env = ?`
+	q := `SELECT ` + selectCols + ` FROM releases WHERE agent = ? AND env = ?`
 	args := []any{agent, env}
 	if p.Cursor != "" {
 		var ms int64

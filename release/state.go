@@ -25,6 +25,7 @@ const (
 	ActRollback Action = "rollback"
 	ActPercent  Action = "percent" // PATCH: a new percent, remaining steps cancelled
 	ActStep     Action = "step"    // a scheduled percent step
+	ActGuard    Action = "guard"   // PATCH: a new or removed guard, steps kept
 )
 
 // Transitions is the one table of legal transitions: from a state, an
@@ -39,6 +40,7 @@ var Transitions = map[State]map[Action]State{
 		ActRollback: RolledBack,
 		ActPercent:  Running,
 		ActStep:     Running,
+		ActGuard:    Running,
 	},
 	Paused: {
 		ActPause:    Paused, // no-op
@@ -46,6 +48,7 @@ var Transitions = map[State]map[Action]State{
 		ActPromote:  Promoted,
 		ActRollback: RolledBack,
 		ActPercent:  Paused,
+		ActGuard:    Paused,
 	},
 	Promoted: {
 		ActPromote: Promoted, // no-op
@@ -57,12 +60,12 @@ var Transitions = map[State]map[Action]State{
 
 // Next applies the table: the target state, whether it is a no-op, or ok
 // false for an invalid transition. Percent changes and steps are never
-// no-ops (they change the percent).
+// no-ops (they change the percent), nor are guard changes.
 func Next(from State, a Action) (to State, noop, ok bool) {
 	to, ok = Transitions[from][a]
 	if !ok {
 		return from, false, false
 	}
-	noop = to == from && a != ActPercent && a != ActStep
+	noop = to == from && a != ActPercent && a != ActStep && a != ActGuard
 	return to, noop, true
 }

@@ -16,6 +16,9 @@ type TransitionInput struct {
 	ExpectedRevision *int64 // the release's
 	Percent          string // for ActPercent
 	Reason           string
+	Guard            *GuardChange // with ActGuard or ActPercent: the new guard (Config nil: none)
+
+	trip *trip // the guard evaluator's trip
 }
 
 // Transition applies action to the release through the transition table,
@@ -26,6 +29,14 @@ type TransitionInput struct {
 func (s *Service) Transition(ctx context.Context, id string, action Action, in TransitionInput) (*Release, error) {
 	if action == ActStep {
 		return nil, invalidf(CodeInvalidField, "action", "steps are applied by the scheduler")
+	}
+	if (in.Guard != nil) != (action == ActGuard) && action != ActPercent {
+		return nil, invalidf(CodeInvalidField, "guard", "a guard is changed by PATCH")
+	}
+	if in.Guard != nil {
+		if err := checkGuard(in.Guard.Config); err != nil {
+			return nil, err
+		}
 	}
 	if len(in.Reason) > promptstore.MaxReason {
 		return nil, invalidf(CodeInvalidField, "reason", "reason is too long")
@@ -94,7 +105,8 @@ func (s *Service) change(ctx context.Context, tx *gorm.DB, rel *Release, action 
 	nextAt, pausedLeft := rel.NextStepAt, rel.pausedLeft
 	applied := rel.StepsApplied
 	event := map[Action]string{ActPause: "release.paused", ActResume: "release.resumed", ActPromote: "release.promoted",
-		ActRollback: "release.rolled_back", ActPercent: "release.percent_changed", ActStep: "release.step_applied"}[action]
+		ActRollback: "release.rolled_back", ActPercent: "release.percent_changed", ActStep: "release.step_applied",
+		ActGuard: "release.guard_changed"}[action]
 	details := map[string]any{"from": from}
 	switch action {
 	case ActPercent: // a manual percent cancels the remaining steps
@@ -150,7 +162,13 @@ func (s *Service) change(ctx context.Context, tx *gorm.DB, rel *Release, action 
 	}
 	rel.State, rel.BasisPoints, rel.Percent, rel.StepsApplied = to, bp, json.Number(FormatPercent(bp)), applied
 	rel.NextStepAt, rel.pausedLeft, rel.Revision, rel.UpdatedAt = nextAt, pausedLeft, rel.Revision+1, now.UTC()
+	if in.Guard != nil {
+		details["guard"] = in.Guard.Config
+	}
 	if err := s.record(ctx, tx, rel, string(action), from, to, bp, in.Reason, event, details); err != nil {
+		return nil, err
+	}
+	if err := s.guardChange(ctx, tx, rel, action, in, now); err != nil {
 		return nil, err
 	}
 	if isStep && to == Promoted {

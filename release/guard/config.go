@@ -133,3 +133,13 @@ func (c Config) tau() float64 {
 	}
 	return math.Max(2*c.threshold(), floor)
 }
+
+// Validate checks a Config made in code the way Parse checks a request.
+func (c Config) Validate() error {
+	md, ms, cf, gs := c.MaxDegradation, c.MinSamples, c.Confidence, c.GateSteps
+	_, err := Parse(Input{Metric: c.Metric, MaxDegradation: &md, MinSamples: &ms, Confidence: &cf, Action: c.Action, GateSteps: &gs})
+	if err == nil && c.Action == "" {
+		err = bad("action", `action must be "pause" or "rollback"`)
+	}
+	return err
+}
