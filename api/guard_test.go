@@ -1,0 +1,61 @@
+package api_test
+
+import (
+	"testing"
+)
+
+func TestRelease_withAGuardOutOfRange_is422NamingTheFieldAndWritesNothing(t *testing.T) {
+	a := sqliteApp(t)
+	a.withVersions(2)
+	before := a.releaseCounts()
+	for body, field := range map[string]string{
+		`{"candidate_version": 2, "percent": 20, "guard": {"metric": "failure_rate", "max_degradation": 120}}`:                   "guard.max_degradation",
+		`{"candidate_version": 2, "percent": 20, "guard": {"metric": "latency", "max_degradation": 2}}`:                          "guard.metric",
+		`{"candidate_version": 2, "percent": 20, "guard": {"metric": "score", "max_degradation": 0.1, "confidence": 1}}`:         "guard.confidence",
+		`{"candidate_version": 2, "percent": 20, "guard": {"metric": "score", "max_degradation": 0.1, "min_samples": 2}}`:        "guard.min_samples",
+		`{"candidate_version": 2, "percent": 20, "guard": {"metric": "failure_rate", "max_degradation": 2, "action": "delete"}}`: "guard.action",
+		`{"candidate_version": 2, "percent": 20, "guard": {"metric": "failure_rate"}}`:                                           "guard.max_degradation",
+	} {
+		rec := a.do("POST", releasesPath, admin, body)
+		p := problem(t, rec, 422, "invalid_guard")
+		if p["field"] != field {
+			t.Errorf("%s: field = %v, want %s", body, p["field"], field)
+		}
+	}
+	rec := a.do("POST", releasesPath, admin, `{"candidate_version": 2, "percent": 20, "guard": {"metric": "failure_rate", "max_degradation": 2, "extra": 1}}`)
+	if p := problem(t, rec, 400, "invalid_field"); p["field"] != "guard.extra" {
+		t.Errorf("unknown guard member: field = %v", p["field"])
+	}
+	if after := a.releaseCounts(); after != before {
+		t.Fatalf("rows changed: %+v -> %+v", before, after)
+	}
+}
+
+func TestRelease_withAGuard_showsItWithDefaultsAndPatchChangesItAlone(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, a *app) {
+		a.withVersions(2)
+		rel := a.createRelease(`{"candidate_version": 2, "percent": 20, "steps": [{"percent": 50, "after": "1h"}],
+			"guard": {"metric": "failure_rate", "max_degradation": 2, "action": "rollback"}}`)
+		g, _ := rel["guard"].(map[string]any)
+		if g == nil || g["state"] != "collecting" || g["min_samples"] != float64(200) || g["confidence"] != 0.95 ||
+			g["gate_steps"] != true || g["action"] != "rollback" {
+			t.Fatalf("guard = %v", rel["guard"])
+		}
+		id := rel["id"].(string)
+		rec := a.do("PATCH", "/v1/releases/"+id, admin, `{"expected_revision": 1, "guard": {"metric": "score", "max_degradation": 0.05}}`)
+		got := a.ok(rec, 200)
+		conforms(t, "Release", rec.Body.Bytes())
+		g, _ = got["guard"].(map[string]any)
+		if g == nil || g["metric"] != "score" || got["revision"] != float64(2) || got["next_step_at"] == nil || got["percent"] != float64(20) {
+			t.Fatalf("after PATCH guard: %v", got)
+		}
+		rec = a.do("PATCH", "/v1/releases/"+id, admin, `{"expected_revision": 2, "guard": null}`)
+		if got = a.ok(rec, 200); got["guard"] != nil {
+			t.Fatalf("guard after removing it: %v", got["guard"])
+		}
+		rec = a.do("PATCH", "/v1/releases/"+id, admin, `{"expected_revision": 3}`)
+		if p := problem(t, rec, 400, "invalid_field"); p["field"] != "percent" {
+			t.Fatalf("PATCH without percent or guard: %v", p)
+		}
+	})
+}
