@@ -176,10 +176,12 @@ func (s *Service) Describe(ctx context.Context, rel *Release) error {
 	}
 	rel.Stats = &d.Stats
 	if rel.Guard != nil && rel.Guard.State != guard.Tripped {
-		rel.Guard.State = d.State
+		g := *rel.Guard // never written through: the cache may share it
+		g.State = d.State
 		if d.State == guard.Tripped {
-			rel.Guard.State = guard.Watching
+			g.State = guard.Watching
 		}
+		rel.Guard = &g
 	}
 	return nil
 }

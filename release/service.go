@@ -256,7 +256,8 @@ func (s *Service) offer(rel *Release) {
 		delete(s.cache, rel.ID) // finished releases no longer resolve anybody
 		return
 	}
-	s.cache[rel.ID] = rel
+	cp := *rel // the caller keeps its own (Describe fills in its figures)
+	s.cache[rel.ID] = &cp
 }
 
 // Get returns a release with its history, from SQL.
