@@ -20,4 +20,7 @@ ENV PROMPTD_ADDR=0.0.0.0:8080 \
 VOLUME ["/data"]
 USER nonroot:nonroot
 EXPOSE 8080
+# No shell or curl in the image: promptd probes itself (exit 0 on 200).
+HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \
+  CMD ["/usr/local/bin/promptd", "healthcheck", "--ready"]
 ENTRYPOINT ["/usr/local/bin/promptd"]

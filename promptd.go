@@ -31,6 +31,7 @@ import (
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/events"
+	"github.com/promptd/promptd/exposure"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
@@ -45,7 +46,7 @@ import (
 func Migrations() []sqlstore.Migration {
 	var ms []sqlstore.Migration
 	for _, m := range [][]sqlstore.Migration{audit.Migrations(), promptstore.Migrations(), idempotency.Migrations(),
-		release.Migrations(), session.Migrations(), board.Migrations(), webhook.Migrations()} {
+		release.Migrations(), session.Migrations(), board.Migrations(), webhook.Migrations(), exposure.Migrations()} {
 		ms = append(ms, m...)
 	}
 	return ms
@@ -93,6 +94,9 @@ type Options struct {
 	// Webhooks configures webhook deliveries (secret key cipher, address
 	// guard, backoff, metrics); New fills in the database, feed and locks.
 	Webhooks webhook.Options
+	// Exposures configures exposure and outcome recording (metrics, flush
+	// period); New fills in the database and the release service.
+	Exposures exposure.Options
 }
 
 // Runtime is promptd's domain services over one database. Safe for
@@ -120,6 +124,9 @@ type Runtime struct {
 	// Webhooks keeps webhooks and delivers the feed to them (its
 	// dispatcher on one instance at a time, deliverers on every one).
 	Webhooks *webhook.Service
+	// Exposures records exposures (reported, and this process's own
+	// resolves, flushed in batches and at Close) and release outcomes.
+	Exposures *exposure.Service
 
 	db     *gorm.DB
 	ownsDB bool
@@ -196,6 +203,12 @@ func New(db *gorm.DB, o Options) *Runtime {
 		wo.Logger = o.Logger
 	}
 	hooks := webhook.New(wo)
+	xo := o.Exposures
+	xo.DB, xo.Releases = db, releases
+	if xo.Logger == nil {
+		xo.Logger = o.Logger
+	}
+	exposures := exposure.New(xo)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -204,11 +217,12 @@ func New(db *gorm.DB, o Options) *Runtime {
 		wg.Go(func() { feed.Run(ctx) })
 		wg.Go(func() { seq.Run(ctx) })
 		wg.Go(func() { hooks.Run(ctx) })
+		wg.Go(func() { exposures.Run(ctx) }) // its last flush runs after ctx ends
 		wg.Wait()
 	}()
 	return &Runtime{Prompts: store, Releases: releases, Sessions: sessions, Events: batcher, Boards: board.New(bo),
 		Leases:   leases.New(leases.Options{Locker: o.Locker, Keys: o.Keys, Events: batcher}),
-		Resolver: session.Resolver{S: sessions, Next: arm}, Bus: bus, Feed: feed, Webhooks: hooks, db: db, stop: stop, done: done}
+		Resolver: session.Resolver{S: sessions, Next: arm}, Bus: bus, Feed: feed, Webhooks: hooks, Exposures: exposures, db: db, stop: stop, done: done}
 }
 
 // Open opens the database of cfg, migrates it and builds the services;

@@ -21,6 +21,7 @@ import (
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/board"
+	"github.com/promptd/promptd/exposure"
 	"github.com/promptd/promptd/internal/testenv"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
@@ -46,6 +47,7 @@ func migrations() []sqlstore.Migration {
 	ms = append(ms, release.Migrations()...)
 	ms = append(ms, session.Migrations()...)
 	ms = append(ms, board.Migrations()...)
+	ms = append(ms, exposure.Migrations()...)
 	return append(ms, idempotency.Migrations()...)
 }
 
@@ -101,6 +103,7 @@ func newAppWith(t *testing.T, db *gorm.DB, o promptstore.Options, mod ...func(*a
 		Idempotency: idempotency.New(db, idempotency.Options{}),
 		Audit:       func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) { return audit.List(ctx, db, f) },
 		Feed:        rt.Feed,
+		Exposures:   rt.Exposures,
 	}
 	for _, m := range mod {
 		m(&cfg)

@@ -23,9 +23,10 @@ type auditEvent struct {
 	TraceID  string          `json:"trace_id"`
 }
 
-// handleAudit: GET /v1/audit?agent=&env=&session_id=&action=&trace_id=&since=&limit=
-// (admin), oldest first after the event id since. The next cursor is the
-// last event id of the page: pass it as since (or cursor) for the next.
+// handleAudit: GET /v1/audit?agent=&env=&session_id=&action=&trace_id=&since=&limit=&order=
+// (admin), oldest first after the event id since; order=desc: newest
+// first, before since. The next cursor is the last event id of the page:
+// pass it as since (or cursor) for the next.
 func (s *Server) handleAudit(c echo.Context) error {
 	page, err := pageOf(c)
 	if err != nil {
@@ -51,6 +52,13 @@ func (s *Server) handleAudit(c echo.Context) error {
 	}
 	if f.Since, err = sinceOf(c); err != nil {
 		return err
+	}
+	switch c.QueryParam("order") {
+	case "", "asc":
+	case "desc":
+		f.Desc = true
+	default:
+		return invalidField("order", "order is asc (oldest first, the default) or desc (newest first)")
 	}
 	events, next, err := s.cfg.Audit(c.Request().Context(), f)
 	if err != nil {

@@ -44,3 +44,40 @@ func TestAudit_listsEventsOldestFirst_namingTheTokens(t *testing.T) {
 		}
 	})
 }
+
+func TestAudit_orderDesc_listsNewestFirst_andPagesBackwards(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, a *app) {
+		a.createVersion("support", 0, "one")
+		a.createVersion("billing", 0, "b")
+		a.publish("support", "prod", 1, 0)
+
+		rec := a.do("GET", "/v1/audit?order=desc&limit=2", admin, "")
+		page := a.ok(rec, 200)
+		conforms(t, "AuditList", rec.Body.Bytes())
+		items := page["items"].([]any)
+		if len(items) != 2 || items[0].(map[string]any)["action"] != "pointer.switched" ||
+			items[1].(map[string]any)["resource"] != "agents/billing/versions/1" {
+			t.Fatalf("newest page = %v", page)
+		}
+		next := page["next"].(string)
+		if next != fmt.Sprint(items[1].(map[string]any)["id"]) {
+			t.Fatalf("next = %v", next)
+		}
+		// The next page is the events before next, still newest first.
+		page = a.ok(a.do("GET", "/v1/audit?order=desc&since="+next, admin, ""), 200)
+		if items := page["items"].([]any); len(items) != 1 || items[0].(map[string]any)["resource"] != "agents/support/versions/1" ||
+			page["next"] != nil {
+			t.Fatalf("older page = %v", page)
+		}
+		// Filters apply as oldest first; order=asc is the default.
+		page = a.ok(a.do("GET", "/v1/audit?order=desc&action=version.created", admin, ""), 200)
+		if items := page["items"].([]any); len(items) != 2 || items[0].(map[string]any)["resource"] != "agents/billing/versions/1" {
+			t.Fatalf("filtered = %v", page)
+		}
+		page = a.ok(a.do("GET", "/v1/audit?order=asc&limit=1", admin, ""), 200)
+		if items := page["items"].([]any); len(items) != 1 || items[0].(map[string]any)["resource"] != "agents/support/versions/1" {
+			t.Fatalf("asc = %v", page)
+		}
+		problem(t, a.do("GET", "/v1/audit?order=newest", admin, ""), 400, "invalid_field")
+	})
+}

@@ -99,6 +99,8 @@ var statuses = map[string]int{
 	"delivery_not_found":      404,
 	"invalid_url":             422,
 	"secret_key_required":     503,
+	"invalid_overrides":       422,
+	"bundle_too_large":        422,
 }
 
 // Error is an error with a code the client can act on. Handlers return
@@ -192,6 +194,9 @@ func problemFor(err error) *Error {
 		return p
 	}
 	if p := webhookProblem(err); p != nil {
+		return p
+	}
+	if p := dataProblem(err); p != nil {
 		return p
 	}
 	switch {
@@ -467,6 +472,16 @@ func boardProblem(err error) *Error {
 	case errors.As(err, &quota):
 		return (&Error{Code: "quota_exceeded", Err: err, Detail: fmt.Sprintf("over the board's %s limit (%d); retry later", quota.What, quota.Limit)}).
 			With("limit", quota.Limit).WithHeader("Retry-After", retryAfter(quota.RetryAfter))
+	}
+	return nil
+}
+
+// dataProblem maps the errors of bundles, exposures and outcomes.
+func dataProblem(err error) *Error {
+	var tooLarge *release.BundleTooLarge
+	if errors.As(err, &tooLarge) {
+		return (&Error{Code: "bundle_too_large", Err: err,
+			Detail: fmt.Sprintf("the bundle is larger than %d bytes; ask for fewer agents or envs", tooLarge.Limit)}).With("limit", tooLarge.Limit)
 	}
 	return nil
 }

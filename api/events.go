@@ -372,7 +372,10 @@ func (s *Server) streamFeed(c echo.Context, ctx context.Context, q feedQuery, af
 				}
 				buf.Write(b)
 			}
-			if err := write(buf.Bytes()); err != nil {
+			span := sendSpan(ctx, out)
+			err := write(buf.Bytes())
+			endSend(span, err)
+			if err != nil {
 				return nil // a subscriber that does not read is dropped; it resumes by Last-Event-ID
 			}
 		}

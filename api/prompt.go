@@ -71,6 +71,7 @@ func (s *Server) handlePrompt(c echo.Context) error {
 	} else {
 		traceVersion(c, p.Version, "")
 	}
+	s.exposed(req.Agent, req.Env, p.Version, p.Release)
 	buf := bodyPool.Get().(*[]byte)
 	defer bodyPool.Put(buf)
 	a, err := s.answers.get(p, buf)
@@ -273,6 +274,7 @@ func (s *Server) handleAssemble(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.exposed(req.Agent, req.Env, a.Version, a.Release)
 	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
 	return s.send(c, http.StatusOK, a)
 }

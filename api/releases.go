@@ -32,8 +32,11 @@ type releaseResponse struct {
 	CreatedAt        timestamp            `json:"created_at"`
 	UpdatedAt        timestamp            `json:"updated_at"`
 	History          []transitionResponse `json:"history,omitempty"`
-	Guard            *guardResponse       `json:"guard"`
-	Stats            *guard.Stats         `json:"stats"`
+	// Overrides are the hashed keys forced onto each arm (never raw ids:
+	// they are not stored, see release.Overrides); not in lists.
+	Overrides *release.Overrides `json:"overrides,omitempty"`
+	Guard     *guardResponse     `json:"guard"`
+	Stats     *guard.Stats       `json:"stats"`
 }
 
 // guardResponse is a release's guard: its configuration and state.
@@ -92,6 +95,10 @@ func releaseBody(r *release.Release) releaseResponse {
 		CandidateVersion: r.CandidateVersion, Percent: r.Percent, Stickiness: r.Stickiness, Steps: r.Steps,
 		StepsApplied: r.StepsApplied, Revision: r.Revision, Message: r.Message, CreatedBy: r.CreatedBy,
 		CreatedAt: timestamp(r.CreatedAt), UpdatedAt: timestamp(r.UpdatedAt), Guard: guardBody(r.Guard), Stats: r.Stats}
+	if r.History != nil { // a release read whole (not a list item)
+		o := r.Overrides
+		out.Overrides = &o
+	}
 	if out.Steps == nil {
 		out.Steps = []release.Step{}
 	}
@@ -149,11 +156,26 @@ type createReleaseRequest struct {
 	Steps            []json.RawMessage `json:"steps"`
 	Message          string            `json:"message"`
 	ExpectedRevision *int64            `json:"expected_revision"`
+	Overrides        *overridesRequest `json:"overrides"`
 	Guard            json.RawMessage   `json:"guard"`
 
 	percent string
 	steps   []release.Step
 	guard   *guard.Config
+}
+
+// overridesRequest are the ids forced onto each arm (raw; the server keeps
+// only their hashes).
+type overridesRequest struct {
+	Candidate []string `json:"candidate"`
+	Baseline  []string `json:"baseline"`
+}
+
+func (o *overridesRequest) input() *release.OverridesInput {
+	if o == nil {
+		return nil
+	}
+	return &release.OverridesInput{Candidate: o.Candidate, Baseline: o.Baseline}
 }
 
 func (r *createReleaseRequest) validate() error {
@@ -207,7 +229,7 @@ func (s *Server) handleCreateRelease(c echo.Context) error {
 	ctx := onCommit(s, c, http.StatusCreated, releaseEntity)
 	rel, err := rs.Create(ctx, release.CreateInput{Agent: agent, Env: env, CandidateVersion: *req.CandidateVersion,
 		Percent: req.percent, Stickiness: req.Stickiness, Steps: req.steps, Message: req.Message, ExpectedRevision: expected,
-		Guard: req.guard})
+		Overrides: req.Overrides.input(), Guard: req.guard})
 	if err != nil {
 		return headerErr(err, viaHeader)
 	}
@@ -265,15 +287,17 @@ func (s *Server) handleListReleases(c echo.Context) error {
 
 // patchReleaseRequest is the body of PATCH /v1/releases/{id}.
 type patchReleaseRequest struct {
-	Percent          json.RawMessage `json:"percent"`
-	ExpectedRevision *int64          `json:"expected_revision"`
-	Reason           string          `json:"reason"`
-	Guard            json.RawMessage `json:"guard"`
+	Percent          json.RawMessage   `json:"percent"`
+	ExpectedRevision *int64            `json:"expected_revision"`
+	Reason           string            `json:"reason"`
+	Overrides        *overridesRequest `json:"overrides"`
+	Guard            json.RawMessage   `json:"guard"`
 
 	percent string
 	guard   *release.GuardChange
 }
 
+// validate: a percent, overrides, a guard, or several of them.
 func (r *patchReleaseRequest) validate() error {
 	c, given, err := guardInput(r.Guard)
 	if err != nil {
@@ -282,8 +306,21 @@ func (r *patchReleaseRequest) validate() error {
 	if given {
 		r.guard = &release.GuardChange{Config: c}
 	}
-	r.percent, err = decimal(r.Percent, "percent", !given)
+	r.percent, err = decimal(r.Percent, "percent", r.Overrides == nil && !given)
 	return err
+}
+
+// action is the release change a PATCH asks for: a percent (with or
+// without overrides and a guard), the override lists alone (with or
+// without a guard), or the guard alone.
+func (r *patchReleaseRequest) action() release.Action {
+	switch {
+	case r.percent == "" && r.Overrides != nil:
+		return release.ActOverrides
+	case r.percent == "" && r.guard != nil:
+		return release.ActGuard // the guard alone: the steps are kept
+	}
+	return release.ActPercent
 }
 
 // handlePatchRelease: PATCH /v1/releases/{id} (admin) sets the percent of a
@@ -309,12 +346,9 @@ func (s *Server) handlePatchRelease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	action := release.ActPercent
-	if req.percent == "" {
-		action = release.ActGuard // the guard alone: the steps are kept
-	}
-	rel, err := rs.Transition(c.Request().Context(), id, action,
-		release.TransitionInput{ExpectedRevision: &expected, Percent: req.percent, Reason: req.Reason, Guard: req.guard})
+	rel, err := rs.Transition(c.Request().Context(), id, req.action(),
+		release.TransitionInput{ExpectedRevision: &expected, Percent: req.percent, Reason: req.Reason,
+			Overrides: req.Overrides.input(), Guard: req.guard})
 	if err != nil {
 		return headerErr(err, viaHeader)
 	}

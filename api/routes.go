@@ -55,6 +55,12 @@ func (s *Server) routes() {
 	v1.POST("/releases/:id/rollback", s.handleTransition(release.ActRollback), admin...)
 	v1.POST("/agents/:agent/envs/:env/rollback", s.handleEnvRollback, admin...)
 
+	// Bundles, exposures and outcomes (bundle.go, exposures.go).
+	v1.GET("/bundle", s.handleBundle, runtime...)
+	v1.POST("/exposures", s.handleRecordExposures, idempotentRuntime...)
+	v1.GET("/agents/:agent/envs/:env/exposures", s.handleListExposures, runtime...)
+	v1.POST("/outcomes", s.handleRecordOutcomes, idempotentRuntime...)
+
 	// Sessions and their leases (lease routes take no Idempotency-Key).
 	v1.POST("/sessions", s.handleCreateSession, idempotentRuntime...)
 	v1.GET("/sessions/:id", s.handleGetSession, runtime...)

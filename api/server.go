@@ -16,6 +16,7 @@ import (
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/events"
+	"github.com/promptd/promptd/exposure"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
@@ -91,6 +92,13 @@ type Config struct {
 	// ImportMaxBytes is the body limit of POST /v1/import; zero means
 	// DefaultImportMaxBytes.
 	ImportMaxBytes int64
+	// BundleMaxBytes is the largest GET /v1/bundle answer; zero means
+	// DefaultBundleMaxBytes.
+	BundleMaxBytes int64
+	// Exposures serves /v1/exposures, /v1/outcomes and an env's exposure
+	// counts, and counts this server's own resolves; nil: those routes
+	// answer 500 internal and nothing is counted.
+	Exposures *exposure.Service
 
 	// Connection limits (zero means the default of each). See
 	// DefaultReadTimeout and the others for what each bounds.
@@ -180,6 +188,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.ImportMaxBytes <= 0 {
 		cfg.ImportMaxBytes = DefaultImportMaxBytes
+	}
+	if cfg.BundleMaxBytes <= 0 {
+		cfg.BundleMaxBytes = DefaultBundleMaxBytes
 	}
 	cfg.ReadHeaderTimeout = cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	cfg.ReadTimeout = cmp.Or(cfg.ReadTimeout, DefaultReadTimeout)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -9,6 +10,10 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/telemetry"
 )
 
 // Attributes of promptd's spans (shared/API.md "Tracing"). Never recorded:
@@ -124,4 +129,36 @@ func traceVersion(c echo.Context, version int, releaseID string) {
 	if releaseID != "" {
 		span.SetAttributes(attrReleaseID.String(releaseID))
 	}
+}
+
+// sendSpan is the span of one write of the change feed to a stream: a
+// producer span under the stream's request span, linked to the span each
+// event's change was written in (its audit event's trace_id and span_id),
+// so a change's trace leads to the streams that carried it. Nothing is
+// built when the stream's span is not recording (tracing off, or the
+// stream not sampled).
+func sendSpan(ctx context.Context, evs []audit.Stamped) trace.Span {
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return noop.Span{}
+	}
+	links := make([]trace.Link, 0, len(evs))
+	for _, e := range evs {
+		if l, ok := telemetry.LinkTo(e.TraceID, e.SpanID); ok {
+			l.Attributes = []attribute.KeyValue{attribute.Int64("promptd.event.seq", e.Seq)}
+			links = append(links, l)
+		}
+	}
+	_, span := streamTracer.Start(ctx, "events.send", trace.WithSpanKind(trace.SpanKindProducer), trace.WithLinks(links...),
+		trace.WithAttributes(attribute.Int("promptd.event.count", len(evs)), attribute.Int64("promptd.event.seq", evs[len(evs)-1].Seq)))
+	return span
+}
+
+var streamTracer = otel.Tracer("github.com/promptd/promptd/api")
+
+// endSend ends a send's span; err is the write's (the subscriber is dropped).
+func endSend(span trace.Span, err error) {
+	if err != nil {
+		span.SetStatus(codes.Error, "write failed")
+	}
+	span.End()
 }

@@ -81,20 +81,30 @@ func (l Log) Append(ctx context.Context, tx *gorm.DB, ev Event, details any) err
 }
 
 // Filter selects events; Since is an event id (exclusive), oldest first.
+// With Desc, newest first: Since is the id the page ends before (0: the
+// newest event).
 type Filter struct {
 	Agent, Env, SessionID, Action, Board string
 	TraceID                              string // 32 lower-case hex digits
 	Since                                int64
 	Limit                                int
+	Desc                                 bool
 }
 
-// List returns events after f.Since matching f, oldest first, and the
-// cursor of the next page (0 when there is none).
+// List returns events after f.Since matching f, oldest first (before
+// f.Since, newest first, with f.Desc), and the cursor of the next page (0
+// when there is none).
 func List(ctx context.Context, db *gorm.DB, f Filter) ([]Event, int64, error) {
 	if f.Limit <= 0 {
 		return nil, 0, errors.New("audit: limit must be positive")
 	}
-	q := db.WithContext(ctx).Table("audit_events").Where("id > ?", f.Since)
+	q, order := db.WithContext(ctx).Table("audit_events").Where("id > ?", f.Since), "id"
+	if f.Desc {
+		q, order = db.WithContext(ctx).Table("audit_events"), "id DESC"
+		if f.Since > 0 {
+			q = q.Where("id < ?", f.Since)
+		}
+	}
 	for col, v := range map[string]string{"agent": f.Agent, "env": f.Env, "session_id": f.SessionID, "action": f.Action, "board": f.Board,
 		"trace_id": f.TraceID} {
 		if v != "" {
@@ -107,7 +117,7 @@ func List(ctx context.Context, db *gorm.DB, f Filter) ([]Event, int64, error) {
 		Actor, Instance, Action, Agent, Env, SessionID, Board, Resource string
 		Details, TraceID, SpanID                                        string
 	}
-	if err := q.Order("id").Limit(f.Limit + 1).Find(&rows).Error; err != nil {
+	if err := q.Order(order).Limit(f.Limit + 1).Find(&rows).Error; err != nil {
 		return nil, 0, sqlstore.Translate(err)
 	}
 	var next int64

@@ -23,6 +23,9 @@ type Trace struct {
 	Arm     string      `json:"arm"` // "baseline" or "candidate"
 	Bucket  *int        `json:"bucket"`
 	Percent json.Number `json:"percent"`
+	// Reason says why this arm: "bucket", or "override" when an override
+	// list names the caller.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Resolution is the version a caller gets and why.

@@ -18,28 +18,31 @@ const (
 
 // Release is a grayscale release as the API shows it.
 type Release struct {
-	ID               string        `json:"id"`
-	Agent            string        `json:"agent"`
-	Env              string        `json:"env"`
-	State            State         `json:"state"`
-	BaselineVersion  int           `json:"baseline_version"`
-	CandidateVersion int           `json:"candidate_version"`
-	Percent          json.Number   `json:"percent"`
-	Stickiness       string        `json:"stickiness"`
-	Steps            []Step        `json:"steps"`
-	StepsApplied     int           `json:"steps_applied"`
-	NextStepAt       *time.Time    `json:"next_step_at"`
-	Revision         int64         `json:"revision"`
-	Message          string        `json:"message"`
-	CreatedBy        string        `json:"created_by"`
-	CreatedAt        time.Time     `json:"created_at"`
-	UpdatedAt        time.Time     `json:"updated_at"`
-	History          []Transition  `json:"history"`
-	Guard            *GuardStatus  `json:"guard"` // nil: unguarded
-	Stats            *guard.Stats  `json:"stats"` // set by Describe
-	BasisPoints      int           `json:"-"`
-	pausedLeft       time.Duration // the rest of the current step's wait, while paused
-	steps            []step
+	ID               string       `json:"id"`
+	Agent            string       `json:"agent"`
+	Env              string       `json:"env"`
+	State            State        `json:"state"`
+	BaselineVersion  int          `json:"baseline_version"`
+	CandidateVersion int          `json:"candidate_version"`
+	Percent          json.Number  `json:"percent"`
+	Stickiness       string       `json:"stickiness"`
+	Steps            []Step       `json:"steps"`
+	StepsApplied     int          `json:"steps_applied"`
+	NextStepAt       *time.Time   `json:"next_step_at"`
+	Revision         int64        `json:"revision"`
+	Message          string       `json:"message"`
+	CreatedBy        string       `json:"created_by"`
+	CreatedAt        time.Time    `json:"created_at"`
+	UpdatedAt        time.Time    `json:"updated_at"`
+	History          []Transition `json:"history"`
+	BasisPoints      int          `json:"-"`
+	// Overrides are the hashed keys forced onto each arm (see Overrides).
+	Overrides  Overrides         `json:"overrides"`
+	Guard      *GuardStatus      `json:"guard"` // nil: unguarded
+	Stats      *guard.Stats      `json:"stats"` // set by Describe
+	forced     map[string]string // key hash -> arm
+	pausedLeft time.Duration     // the rest of the current step's wait, while paused
+	steps      []step
 }
 
 // Transition is one entry of a release's history.
@@ -83,7 +86,8 @@ func (r *releaseRow) release() *Release {
 		CandidateVersion: r.CandidateVersion, BasisPoints: r.BasisPoints, Percent: json.Number(FormatPercent(r.BasisPoints)),
 		Stickiness: r.Stickiness, StepsApplied: r.StepsApplied, Revision: r.Revision, Message: r.Message,
 		CreatedBy: r.CreatedBy, CreatedAt: time.UnixMilli(r.CreatedAtMs).UTC(), UpdatedAt: time.UnixMilli(r.UpdatedAtMs).UTC(),
-		steps: decodeSteps(r.Steps), History: []Transition{}, Guard: r.GuardCols.status(r.CreatedAtMs)}
+		steps: decodeSteps(r.Steps), History: []Transition{}, Overrides: Overrides{Candidate: []string{}, Baseline: []string{}},
+		Guard: r.GuardCols.status(r.CreatedAtMs)}
 	rel.Steps = make([]Step, len(rel.steps))
 	for i, s := range rel.steps {
 		rel.Steps[i] = s.api()

@@ -36,12 +36,24 @@ func (r Resolver) Resolve(ctx context.Context, req promptstore.Request) (prompts
 		return res, nil
 	}
 	arm, version, bucket := Arm(rel, req.UserID, req.SessionID)
+	reason := ReasonBucket
+	if forced, ok := Override(rel, StickyKey(rel, req.UserID, req.SessionID)); ok {
+		arm, version, reason = forced, rel.versionOf(forced), ReasonOverride
+	}
 	if version == rel.CandidateVersion && res.Revoked[version] {
-		arm, version = "baseline", rel.BaselineVersion
+		arm, version = ArmBaseline, rel.BaselineVersion
 	}
 	res.Version = version
-	res.Release = &promptstore.Trace{ID: rel.ID, Arm: arm, Bucket: bucket, Percent: rel.Percent}
+	res.Release = &promptstore.Trace{ID: rel.ID, Arm: arm, Bucket: bucket, Percent: rel.Percent, Reason: reason}
 	return res, nil
+}
+
+// versionOf is the version of an arm of rel.
+func (rel *Release) versionOf(arm string) int {
+	if arm == ArmCandidate {
+		return rel.CandidateVersion
+	}
+	return rel.BaselineVersion
 }
 
 // Resolve is Resolver{S: s, Next: the store's env pointer}: the release
@@ -53,10 +65,7 @@ func (s *Service) Resolve(ctx context.Context, req promptstore.Request) (prompts
 // Arm buckets a caller into a release: the arm, its version and the
 // bucket (nil without a key).
 func Arm(rel *Release, userID, sessionID string) (arm string, version int, bucket *int) {
-	key := userID
-	if rel.Stickiness == StickySession || key == "" {
-		key = sessionID
-	}
+	key := StickyKey(rel, userID, sessionID)
 	if key == "" {
 		return "baseline", rel.BaselineVersion, nil
 	}

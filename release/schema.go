@@ -10,7 +10,7 @@ import (
 // history's primary key (release, revision) makes a transition applied
 // twice, or a gap-free history broken, impossible to write.
 func Migrations() []sqlstore.Migration {
-	return []sqlstore.Migration{{Component: "release", Version: 1, Name: "releases and release_history", Up: func(tx *gorm.DB) error {
+	return append([]sqlstore.Migration{{Component: "release", Version: 1, Name: "releases and release_history", Up: func(tx *gorm.DB) error {
 		d := sqlstore.Dialect(tx)
 		id := sqlstore.IDColumnType(d)
 		if err := sqlstore.CreateTable(tx, sqlstore.Table{
@@ -54,5 +54,6 @@ func Migrations() []sqlstore.Migration {
 			},
 			Primary: []string{"release_id", "revision"},
 		})
-	}}, {Component: "release_guard", Version: 1, Name: "releases.guard and the guard's trip and restart", Up: addGuardColumns}}
+	}}, {Component: "release_guard", Version: 1, Name: "releases.guard and the guard's trip and restart", Up: addGuardColumns}},
+		overrideMigrations()...)
 }

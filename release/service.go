@@ -97,6 +97,9 @@ type CreateInput struct {
 	Message          string
 	ExpectedRevision *int64 // the pointer's, optional
 	Guard            *guard.Config
+	// Overrides force listed callers onto an arm (raw ids; only their
+	// hashes are stored); nil: none.
+	Overrides *OverridesInput
 }
 
 func newID() string {
@@ -155,6 +158,11 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Release, error) 
 	if err := checkGuard(in.Guard); err != nil {
 		return nil, err
 	}
+	id := newID()
+	overrides, err := hashOverrides(id, in.Overrides)
+	if err != nil {
+		return nil, err
+	}
 	defer s.lock(ctx, in.Agent, in.Env)()
 	ctx, cancel := context.WithTimeout(ctx, s.o.SQLTimeout)
 	defer cancel()
@@ -181,7 +189,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Release, error) 
 		}
 		now := s.o.Now()
 		ms := now.UnixMilli()
-		row := releaseRow{ID: newID(), Agent: in.Agent, Env: in.Env, State: string(Running), BaselineVersion: cur.Version,
+		row := releaseRow{ID: id, Agent: in.Agent, Env: in.Env, State: string(Running), BaselineVersion: cur.Version,
 			CandidateVersion: in.CandidateVersion, BasisPoints: bp, Stickiness: in.Stickiness, Steps: encodeSteps(steps),
 			Revision: 1, Message: in.Message, CreatedBy: audit.Actor(ctx), CreatedAtMs: ms, UpdatedAtMs: ms}
 		if len(steps) > 0 {
@@ -191,6 +199,9 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Release, error) 
 		if err := tx.Exec(`INSERT INTO releases (`+releaseCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			row.ID, row.Agent, row.Env, row.State, row.BaselineVersion, row.CandidateVersion, row.BasisPoints, row.Stickiness,
 			row.Steps, 0, row.NextStepAtMs, nil, 1, row.Message, row.CreatedBy, ms, ms).Error; err != nil {
+			return nil, err
+		}
+		if err := writeOverrides(tx, id, overrides); err != nil {
 			return nil, err
 		}
 		if ptr, err = s.store.InTx(tx).Change(ctx, promptstore.PointerChange{Agent: in.Agent, Env: in.Env,
@@ -206,10 +217,10 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Release, error) 
 		}
 		if err := s.record(ctx, tx, rel, "create", "", Running, bp, in.Message, "release.created",
 			map[string]any{"baseline_version": cur.Version, "candidate_version": in.CandidateVersion, "percent": rel.Percent, "steps": rel.Steps,
-				"guard": in.Guard}); err != nil {
+				"overrides": overrideCounts(overrides), "guard": in.Guard}); err != nil {
 			return nil, err
 		}
-		return rel, readHistory(tx, rel)
+		return rel, complete(tx, rel)
 	})
 	if err != nil {
 		return nil, storeErr(err)
@@ -272,7 +283,7 @@ func (s *Service) Get(ctx context.Context, id string) (*Release, error) {
 	if err != nil {
 		return nil, storeErr(err)
 	}
-	return rel, storeErr(readHistory(db, rel))
+	return rel, storeErr(complete(db, rel))
 }
 
 // List returns an env's releases, newest first; the cursor is the

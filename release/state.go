@@ -26,6 +26,9 @@ const (
 	ActPercent  Action = "percent" // PATCH: a new percent, remaining steps cancelled
 	ActStep     Action = "step"    // a scheduled percent step
 	ActGuard    Action = "guard"   // PATCH: a new or removed guard, steps kept
+	// ActOverrides replaces the override lists (PATCH with overrides and
+	// no percent); the percent and the remaining steps stay.
+	ActOverrides Action = "overrides"
 )
 
 // Transitions is the one table of legal transitions: from a state, an
@@ -34,21 +37,23 @@ const (
 // no-op (200, nothing written); anything not listed is invalid_transition.
 var Transitions = map[State]map[Action]State{
 	Running: {
-		ActPause:    Paused,
-		ActResume:   Running, // no-op
-		ActPromote:  Promoted,
-		ActRollback: RolledBack,
-		ActPercent:  Running,
-		ActStep:     Running,
-		ActGuard:    Running,
+		ActPause:     Paused,
+		ActResume:    Running, // no-op
+		ActPromote:   Promoted,
+		ActRollback:  RolledBack,
+		ActPercent:   Running,
+		ActStep:      Running,
+		ActOverrides: Running,
+		ActGuard:     Running,
 	},
 	Paused: {
-		ActPause:    Paused, // no-op
-		ActResume:   Running,
-		ActPromote:  Promoted,
-		ActRollback: RolledBack,
-		ActPercent:  Paused,
-		ActGuard:    Paused,
+		ActPause:     Paused, // no-op
+		ActResume:    Running,
+		ActPromote:   Promoted,
+		ActRollback:  RolledBack,
+		ActPercent:   Paused,
+		ActOverrides: Paused,
+		ActGuard:     Paused,
 	},
 	Promoted: {
 		ActPromote: Promoted, // no-op
@@ -66,6 +71,6 @@ func Next(from State, a Action) (to State, noop, ok bool) {
 	if !ok {
 		return from, false, false
 	}
-	noop = to == from && a != ActPercent && a != ActStep && a != ActGuard
+	noop = to == from && a != ActPercent && a != ActStep && a != ActOverrides && a != ActGuard
 	return to, noop, true
 }

@@ -16,7 +16,12 @@ type TransitionInput struct {
 	ExpectedRevision *int64 // the release's
 	Percent          string // for ActPercent
 	Reason           string
-	Guard            *GuardChange // with ActGuard or ActPercent: the new guard (Config nil: none)
+	// Overrides replace the release's override lists (ActOverrides, or
+	// with ActPercent); nil leaves them.
+	Overrides *OverridesInput
+	// Guard sets or removes the guard (ActGuard, or with ActPercent or
+	// ActOverrides); nil leaves it.
+	Guard *GuardChange
 
 	trip *trip // the guard evaluator's trip
 }
@@ -30,7 +35,7 @@ func (s *Service) Transition(ctx context.Context, id string, action Action, in T
 	if action == ActStep {
 		return nil, invalidf(CodeInvalidField, "action", "steps are applied by the scheduler")
 	}
-	if (in.Guard != nil) != (action == ActGuard) && action != ActPercent {
+	if in.Guard != nil && action != ActGuard && action != ActPercent && action != ActOverrides || in.Guard == nil && action == ActGuard {
 		return nil, invalidf(CodeInvalidField, "guard", "a guard is changed by PATCH")
 	}
 	if in.Guard != nil {
@@ -46,6 +51,17 @@ func (s *Service) Transition(ctx context.Context, id string, action Action, in T
 		var ok bool
 		if bp, ok = ParsePercent(in.Percent); !ok {
 			return nil, invalidf(CodeInvalidPercent, "percent", "percent must be a number 0..100 with at most 2 decimals")
+		}
+	}
+	if action == ActOverrides && in.Overrides == nil {
+		return nil, invalidf(CodeInvalidField, "overrides", "overrides are required")
+	}
+	if in.Overrides != nil {
+		if action != ActPercent && action != ActOverrides {
+			return nil, invalidf(CodeInvalidField, "overrides", "overrides change with a percent or on their own")
+		}
+		if _, err := hashOverrides(id, in.Overrides); err != nil {
+			return nil, err
 		}
 	}
 	rel, err := s.Get(ctx, id)
@@ -76,7 +92,7 @@ func (s *Service) apply(ctx context.Context, agent, env, id string, action Actio
 			return nil, &InvalidTransition{State: rel.State, Action: action}
 		}
 		if noop {
-			return rel, readHistory(tx, rel)
+			return rel, complete(tx, rel)
 		}
 		if in.ExpectedRevision != nil && *in.ExpectedRevision != rel.Revision {
 			return nil, &promptstore.RevisionConflict{Expected: *in.ExpectedRevision, Current: rel.Revision}
@@ -86,7 +102,7 @@ func (s *Service) apply(ctx context.Context, agent, env, id string, action Actio
 			return nil, err
 		}
 		changed = true
-		return rel, readHistory(tx, rel)
+		return rel, complete(tx, rel)
 	})
 	if err != nil {
 		return nil, storeErr(err)
@@ -106,12 +122,14 @@ func (s *Service) change(ctx context.Context, tx *gorm.DB, rel *Release, action 
 	applied := rel.StepsApplied
 	event := map[Action]string{ActPause: "release.paused", ActResume: "release.resumed", ActPromote: "release.promoted",
 		ActRollback: "release.rolled_back", ActPercent: "release.percent_changed", ActStep: "release.step_applied",
-		ActGuard: "release.guard_changed"}[action]
+		ActOverrides: "release.percent_changed", ActGuard: "release.guard_changed"}[action]
 	details := map[string]any{"from": from}
 	switch action {
 	case ActPercent: // a manual percent cancels the remaining steps
 		details["old_percent"], details["percent"] = rel.Percent, FormatPercent(bp)
 		applied, nextAt, pausedLeft = len(rel.steps), nil, 0
+	case ActOverrides: // who is in which arm changes; the percent and the steps stay
+		details["old_percent"], details["percent"] = rel.Percent, rel.Percent
 	case ActStep:
 		st := rel.steps[applied]
 		details["step"], details["percent"] = applied, FormatPercent(st.bp)
@@ -164,6 +182,16 @@ func (s *Service) change(ctx context.Context, tx *gorm.DB, rel *Release, action 
 	rel.NextStepAt, rel.pausedLeft, rel.Revision, rel.UpdatedAt = nextAt, pausedLeft, rel.Revision+1, now.UTC()
 	if in.Guard != nil {
 		details["guard"] = in.Guard.Config
+	}
+	if in.Overrides != nil {
+		o, err := hashOverrides(rel.ID, in.Overrides)
+		if err != nil {
+			return nil, err
+		}
+		if err := writeOverrides(tx, rel.ID, o); err != nil {
+			return nil, err
+		}
+		details["overrides"] = overrideCounts(o) // counts only: events never carry override ids
 	}
 	if err := s.record(ctx, tx, rel, string(action), from, to, bp, in.Reason, event, details); err != nil {
 		return nil, err

@@ -199,10 +199,11 @@ func (s *Service) attempt(ctx context.Context, t target, d deliveryRow) {
 		return // gone (deleted) or the store is down: the lease runs out and it is tried again
 	}
 	body = []byte(b[0].Body)
+	ctx, span := s.deliverySpan(ctx, t, d)
 	start := time.Now()
 	status, retryAfter, failure := s.send(ctx, t, d, body)
 	s.o.Metrics.observe(time.Since(start).Seconds())
-	s.record(t, d, status, retryAfter, failure)
+	endDelivery(span, status, failure, s.record(t, d, status, retryAfter, failure))
 }
 
 // send posts body to t, signed; it returns the status (0: no answer),
@@ -257,8 +258,9 @@ func retryAfter(v string, now time.Time) time.Duration {
 }
 
 // record writes an attempt's outcome if d is still at this attempt
-// (another instance may have taken it over after the lease ran out).
-func (s *Service) record(t target, d deliveryRow, status int, retryAfter time.Duration, failure string) {
+// (another instance may have taken it over after the lease ran out) and
+// returns it (delivered, retry, failed; unrecorded when the write failed).
+func (s *Service) record(t target, d deliveryRow, status int, retryAfter time.Duration, failure string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	now := s.o.Now()
@@ -304,12 +306,13 @@ func (s *Service) record(t target, d deliveryRow, status int, retryAfter time.Du
 	})
 	if err != nil {
 		s.o.Logger.Warn("webhook: recording an attempt failed; its lease runs out and it is tried again", "delivery", d.ID, "err", err)
-		return
+		return "unrecorded"
 	}
 	s.o.Metrics.outcome(outcome, 1)
 	if state == Pending {
 		s.nudge()
 	}
+	return outcome
 }
 
 // pruneBatch bounds one DELETE of Prune.

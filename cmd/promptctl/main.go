@@ -198,7 +198,7 @@ func (a *app) exit(err error, cmd command) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: promptctl [--server URL] [--token T] [--output table|json] COMMAND [ARGS]")
+	fmt.Fprintln(w, "usage: promptctl [--server URL] [--token T] [--output table|json] [--traceparent TRACEPARENT] COMMAND [ARGS]")
 	fmt.Fprintln(w, "\ncommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
@@ -208,7 +208,7 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %s\n", commands[n].usage)
 	}
-	fmt.Fprintln(w, "\nenvironment: PROMPTD_URL, PROMPTD_TOKEN")
+	fmt.Fprintln(w, "\nenvironment: PROMPTD_URL, PROMPTD_TOKEN, TRACEPARENT")
 	fmt.Fprintln(w, "exit status: 0 done, 1 failed, 2 usage, 3 conflict (re-read, rebase, retry)")
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/events"
+	"github.com/promptd/promptd/exposure"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
@@ -65,7 +66,7 @@ func NewMain(cfg Config, log *slog.Logger) *Main {
 func (m *Main) Open(ctx context.Context) error {
 	cfg := m.Config
 	m.registry = prometheus.NewRegistry()
-	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
 
 	if err := m.openSQL(ctx); err != nil {
 		return err
@@ -129,6 +130,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Locker:   m.locker, Keys: keys, Redis: m.redis, RedisTimeout: cfg.RedisTimeout,
 		Etcd: etcdBus, EtcdTimeout: cfg.Etcd.Timeout,
 		EventRetention: cfg.EventRetention, FeedMetrics: feedMetrics, Webhooks: hooks,
+		Exposures: exposure.Options{Metrics: exposure.NewMetrics(m.registry, cfg.ExposureSeriesMax)},
 		Prompts: promptstore.Options{
 			Metrics: promptstore.NewMetrics(m.registry),
 			Limits: promptstore.Limits{AssembleMaxBytes: cfg.AssembleMaxBytes, MaxHistoryTurns: int(cfg.AssembleMaxHistoryTurns),
@@ -152,7 +154,8 @@ func (m *Main) Open(ctx context.Context) error {
 	m.jobs = newScheduler(m.locker, keys, m.Logger)
 	scheduleJobs(m.jobs, jobDeps{db: m.db, store: m.store, idem: idem, releases: m.releases, sessions: m.sessions,
 		boards: m.rt.Boards, auditRetention: cfg.AuditRetention,
-		webhooks: m.rt.Webhooks, deliveryRetention: cfg.WebhookDeliveryRetention, guardEvery: cfg.GuardEvery},
+		webhooks: m.rt.Webhooks, deliveryRetention: cfg.WebhookDeliveryRetention, exposures: m.rt.Exposures,
+		guardEvery: cfg.GuardEvery},
 		cfg.ReconcileEvery, m.Logger)
 	m.jobs.start()
 
@@ -176,6 +179,8 @@ func (m *Main) Open(ctx context.Context) error {
 			return audit.List(ctx, m.db, f)
 		},
 		ImportMaxBytes:  cfg.ImportMaxBytes,
+		BundleMaxBytes:  cfg.BundleMaxBytes,
+		Exposures:       m.rt.Exposures,
 		Feed:            m.rt.Feed,
 		FeedMetrics:     feedMetrics,
 		StreamsPerToken: cfg.StreamsPerToken,

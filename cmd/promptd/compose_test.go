@@ -55,6 +55,11 @@ func TestCompose_wiresPromptdToItsStores(t *testing.T) {
 	}
 
 	promptd := p.Services["promptd"]
+	// the image has no shell: the probe is promptd's own subcommand, which
+	// TestCommandLine_conventions runs
+	if hc := promptd.HealthCheck; hc == nil || strings.Join(hc.Test, " ") != "CMD /usr/local/bin/promptd healthcheck --ready" {
+		t.Errorf("promptd healthcheck = %+v, want promptd healthcheck --ready", hc)
+	}
 	if promptd.Build == nil || promptd.Build.Dockerfile != "Dockerfile" {
 		t.Errorf("promptd is not built from Dockerfile: %+v", promptd.Build)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/promptd/promptd/api"
 	"github.com/promptd/promptd/board"
+	"github.com/promptd/promptd/exposure"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/webhook"
 )
@@ -76,6 +77,8 @@ var configVars = []string{
 	"PROMPTD_SECRET_KEY",
 	"PROMPTD_WEBHOOK_BACKOFF",
 	"PROMPTD_WEBHOOK_DELIVERY_RETENTION",
+	"PROMPTD_BUNDLE_MAX_BYTES",
+	"PROMPTD_EXPOSURE_SERIES_MAX",
 	"PROMPTD_GUARD_EVERY",
 }
 
@@ -153,6 +156,10 @@ type Config struct {
 	// WebhookDeliveryRetention: delivered and failed deliveries older
 	// than this are deleted.
 	WebhookDeliveryRetention time.Duration
+	// BundleMaxBytes is the largest GET /v1/bundle answer.
+	BundleMaxBytes int64
+	// ExposureSeriesMax caps promptd_exposures_total's series.
+	ExposureSeriesMax int
 }
 
 // loadConfig reads and validates the configuration. It reports every
@@ -160,7 +167,7 @@ type Config struct {
 func loadConfig(getenv func(string) string) (Config, error) {
 	e := &envReader{getenv: getenv}
 	c := Config{
-		Addr:             e.str("PROMPTD_ADDR", "127.0.0.1:8080"),
+		Addr:             e.str("PROMPTD_ADDR", defaultAddr),
 		DataDir:          e.str("PROMPTD_DATA_DIR", "./data"),
 		MySQLDSN:         e.str("PROMPTD_MYSQL_DSN", ""),
 		RedisURL:         e.str("PROMPTD_REDIS_URL", ""),
@@ -211,6 +218,8 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	}
 	c.WebhookBackoff = e.durations("PROMPTD_WEBHOOK_BACKOFF", nil) // nil: webhook.DefaultBackoff
 	c.WebhookDeliveryRetention = e.duration("PROMPTD_WEBHOOK_DELIVERY_RETENTION", 720*time.Hour)
+	c.BundleMaxBytes = e.bytes("PROMPTD_BUNDLE_MAX_BYTES", api.DefaultBundleMaxBytes)
+	c.ExposureSeriesMax = int(e.count("PROMPTD_EXPOSURE_SERIES_MAX", exposure.DefaultSeries))
 	e.check("PROMPTD_METRICS_TOKEN", checkSecret(c.MetricsToken))
 	tokens, err := parseTokens(e.str("PROMPTD_TOKENS", ""))
 	e.check("PROMPTD_TOKENS", err)

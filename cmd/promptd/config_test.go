@@ -33,6 +33,8 @@ func TestLoadConfig_defaults(t *testing.T) {
 		BoardMaxRecords: 100000, BoardRetention: 720 * time.Hour, BoardDedupeTTL: 168 * time.Hour,
 		Etcd:                     EtcdConfig{Timeout: time.Second},
 		WebhookDeliveryRetention: 720 * time.Hour,
+		BundleMaxBytes:           32 << 20,
+		ExposureSeriesMax:        10000,
 	}
 	if !strings.Contains(c.InstanceID, "-") {
 		t.Errorf("InstanceID = %q, want hostname-pid", c.InstanceID)

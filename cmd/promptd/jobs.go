@@ -12,6 +12,7 @@ import (
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/board"
+	"github.com/promptd/promptd/exposure"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
@@ -132,7 +133,9 @@ type jobDeps struct {
 	webhooks       *webhook.Service
 	// deliveryRetention: PROMPTD_WEBHOOK_DELIVERY_RETENTION
 	deliveryRetention time.Duration
-	guardEvery        time.Duration // PROMPTD_GUARD_EVERY
+	// exposures: outcome ids past their dedupe window are forgotten.
+	exposures  *exposure.Service
+	guardEvery time.Duration // PROMPTD_GUARD_EVERY
 }
 
 // scheduleJobs registers promptd's jobs.
@@ -154,6 +157,14 @@ func scheduleJobs(s *scheduler, d jobDeps, reconcileEvery time.Duration, log *sl
 			if n > 0 {
 				log.Info("deleted webhook deliveries past retention", "deleted", n, "retention", d.deliveryRetention.String())
 			}
+			return err
+		})
+	}
+	// Outcome ids older than their 7-day dedupe window are forgotten (the
+	// outcomes stay for the guard), by one replica, in batches.
+	if d.exposures != nil {
+		s.singleton("outcome-dedupe-sweep", idempotencySweepEvery, func(ctx context.Context) error {
+			_, err := d.exposures.Sweep(ctx, 10000)
 			return err
 		})
 	}

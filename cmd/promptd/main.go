@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strings"
 	"syscall"
 	"time"
 
@@ -22,7 +21,7 @@ import (
 func main() {
 	if err := run(context.Background(), os.Args, os.Getenv, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "promptd:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -35,11 +34,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if len(args) > 1 {
 		switch args[1] {
 		case "-h", "-help", "--help", "help":
-			fmt.Fprintf(stdout, "usage: promptd\n\npromptd reads its configuration from the environment:\n  %s\n",
-				strings.Join(configVars, "\n  "))
+			printUsage(stdout)
 			return nil
+		case "-version", "--version", "version":
+			fmt.Fprintln(stdout, versionLine())
+			return nil
+		case "healthcheck":
+			return healthcheck(ctx, args[2:], getenv, stdout)
 		}
-		return fmt.Errorf("unexpected argument %q: promptd is configured with PROMPTD_* variables (promptd -h lists them)", args[1])
+		return usageErrorf("unexpected argument %q: promptd is configured with PROMPTD_* variables (promptd -h lists them)", args[1])
 	}
 	cfg, err := loadConfig(getenv)
 	if err != nil {
@@ -88,9 +91,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	return nil
 }
 
-// buildVersion is the module version promptd was built at (service.version
-// of its spans), or "devel".
+// version is set at link time by release builds
+// (-ldflags "-X main.version=v1.2.3"); else the module version is used.
+var version string
+
+// buildVersion is the version promptd was built at (service.version of
+// its spans): the link-time version, the module version, or "devel".
 func buildVersion() string {
+	if version != "" {
+		return version
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version
 	}

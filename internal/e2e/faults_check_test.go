@@ -87,6 +87,22 @@ func TestCheck_fences(t *testing.T) {
 	if n, _ := staleFenceAccepted([]op{g("s", 0, 25, 6), w}); n != 0 {
 		t.Errorf("grant concurrent with the write: %d", n)
 	}
+
+	// Board records: a claim is a grant of the record's fence, a record
+	// write under an older claim's fence is a stale write.
+	claim := func(call, ret, fence int64) op {
+		return op{Kind: kBClaim, Key: "r1", Call: call, Ret: ret, Fence: fence, Status: 200}
+	}
+	if n, _ := fenceRegressions([]op{claim(0, 10, 3), claim(20, 30, 3)}); n != 1 {
+		t.Errorf("two claims of a record granted one fence: %d regressions", n)
+	}
+	done := op{Kind: kBPatch, Key: "r1", Call: 40, Ret: 50, Fence: 3, Text: "done", Status: 200}
+	if n, _ := staleFenceAccepted([]op{claim(0, 10, 3), claim(20, 30, 4), done}); n != 1 {
+		t.Errorf("a done under fence 3 after fence 4 was claimed: %d accepted", n)
+	}
+	if n, _ := staleFenceAccepted([]op{claim(0, 10, 3), done}); n != 0 {
+		t.Errorf("a done under the current claim: %d", n)
+	}
 }
 
 func TestCheck_staleness(t *testing.T) {

@@ -305,7 +305,7 @@ func checkLinearizable(m porcupine.Model, ops []op, kinds ...string) linResult {
 func fenceRegressions(ops []op) (int, []string) {
 	per := map[string][]op{}
 	for _, o := range ops {
-		if o.ok() && o.Fence > 0 && (o.Kind == kGrant || o.Kind == kLGrant || o.Kind == kRead) {
+		if o.ok() && o.Fence > 0 && (o.Kind == kGrant || o.Kind == kLGrant || o.Kind == kRead || o.Kind == kBClaim) {
 			per[o.Key] = append(per[o.Key], o)
 		}
 	}
@@ -334,18 +334,19 @@ func fenceRegressions(ops []op) (int, []string) {
 	return n, ex
 }
 
-// staleFenceAccepted: acknowledged fenced writes whose fence was already
-// below a grant returned before they were sent.
+// staleFenceAccepted: acknowledged fenced writes (session appends and
+// state, board record writes) whose fence was already below a grant of the
+// session lease or the record's claim returned before they were sent.
 func staleFenceAccepted(ops []op) (int, []string) {
 	grants := map[string][]op{}
 	for _, o := range ops {
-		if o.Kind == kGrant && o.ok() {
+		if (o.Kind == kGrant || o.Kind == kBClaim) && o.ok() {
 			grants[o.Key] = append(grants[o.Key], o)
 		}
 	}
 	n, ex := 0, []string(nil)
 	for _, o := range ops {
-		if (o.Kind != kAppend && o.Kind != kPut) || !o.ok() || o.Fence == 0 {
+		if (o.Kind != kAppend && o.Kind != kPut && o.Kind != kBPatch) || !o.ok() || o.Fence == 0 {
 			continue
 		}
 		sess, _, _ := strings.Cut(o.Key, "/")

@@ -230,7 +230,7 @@ func faultTable(rows []faultRow) string {
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		var acked []string
-		for _, k := range []string{"versions", "releases", "turns", "fenced turns", "state", "pointer", "grants"} {
+		for _, k := range []string{"versions", "releases", "turns", "fenced turns", "state", "pointer", "grants", "board records", "board claims", "board dones"} {
 			acked = append(acked, fmt.Sprintf("%d %s", r.acked[k], k))
 		}
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %s | %v (%d) | %d of %d | %d (%d) | %d | %.2f%% of %d | %.2f%% of %d | %d/%d/%d |\n",
@@ -266,7 +266,10 @@ func runFault(t *testing.T, f fault, start func(*testing.T) *faultCluster) fault
 		goRun(func() { w.switcher("ptr", "prod", 5, i) })
 		goRun(func() { w.publisher(fmt.Sprint("pub-", i), i, &acked) })
 		goRun(func() { w.leaser([]string{"order-1", "order-2", "order-3"}, fmt.Sprint("tool-", i), i) })
+		goRun(func() { w.boardClaimer(fmt.Sprint("claimer-", i), i) })
 	}
+	goRun(func() { w.boardProducer(0) })
+	goRun(func() { w.boardProducer(1) })
 	targets := [][2]string{{"ptr", "prod"}, {"pub-0", "prod"}, {"rel", "prod"}}
 	goRun(func() { w.resolver(targets, "", 0) })
 	goRun(func() { w.resolver(targets, "faults-1", 1) })
@@ -380,6 +383,8 @@ func runFault(t *testing.T, f fault, start func(*testing.T) *faultCluster) fault
 		}
 	}
 
+	checkBoard(t, a, ops, &row)
+
 	var e []string
 	row.regress, e = fenceRegressions(ops)
 	ex(e...)
@@ -428,6 +433,7 @@ func runFault(t *testing.T, f fault, start func(*testing.T) *faultCluster) fault
 				}
 			}
 		case o.Kind == kAppend || o.Kind == kPut || o.Kind == kCAS || o.Kind == kGrant || o.Kind == kLGrant ||
+			o.Kind == kBCreate || o.Kind == kBClaim || o.Kind == kBPatch ||
 			(o.Kind == kOther && o.Key != "assemble"):
 			switch {
 			case o.Unknown:

@@ -1,0 +1,73 @@
+package api
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/promptd/promptd/release"
+)
+
+// DefaultBundleMaxBytes is the largest GET /v1/bundle answer by default
+// (32 MiB, PROMPTD_BUNDLE_MAX_BYTES).
+const DefaultBundleMaxBytes = 32 << 20
+
+// handleBundle: GET /v1/bundle?agents=a,b&envs=prod,staging (runtime).
+// Everything an SDK needs to resolve locally, read in one snapshot with
+// the feed position it reflects (release.Service.Bundle). Without agents
+// or envs: all of them; names that do not exist are absent. The ETag
+// hashes the body, If-None-Match gives 304; Vary: Authorization, since
+// what a token sees will depend on its scope.
+func (s *Server) handleBundle(c echo.Context) error {
+	rs, err := s.releases()
+	if err != nil {
+		return err
+	}
+	q := release.BundleQuery{MaxConfigBytes: s.cfg.BundleMaxBytes}
+	if q.Agents, err = nameList(c, "agents"); err != nil {
+		return err
+	}
+	if q.Envs, err = nameList(c, "envs"); err != nil {
+		return err
+	}
+	// Scopes (package access) plug in here: q.Visible filters what the
+	// token may read, and a named agent or env out of its scope is 403
+	// forbidden before anything is read.
+	b, err := rs.Bundle(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	body, err := encodeJSON(b)
+	if err != nil {
+		return err
+	}
+	if int64(len(body)) > s.cfg.BundleMaxBytes {
+		return &release.BundleTooLarge{Limit: s.cfg.BundleMaxBytes}
+	}
+	sum := sha256.Sum256(body)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	h := c.Response().Header()
+	h.Set("ETag", etag)
+	h.Set(echo.HeaderVary, echo.HeaderAuthorization)
+	h.Set(echo.HeaderCacheControl, "private, no-cache")
+	if etagMatches(c.Request().Header.Get("If-None-Match"), etag) {
+		return notModified(c)
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
+}
+
+// nameList reads a comma-separated list of identifiers from the query
+// (nil when the parameter is absent); the domain checks each name.
+func nameList(c echo.Context, name string) ([]string, error) {
+	if !c.QueryParams().Has(name) {
+		return nil, nil
+	}
+	vals := c.QueryParams()[name]
+	if len(vals) > 1 {
+		return nil, invalidField(name, "%s may be given once (a comma-separated list)", name)
+	}
+	return strings.Split(vals[0], ","), nil
+}
