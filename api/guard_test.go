@@ -1,6 +1,9 @@
 package api_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -56,6 +59,55 @@ func TestRelease_withAGuard_showsItWithDefaultsAndPatchChangesItAlone(t *testing
 		rec = a.do("PATCH", "/v1/releases/"+id, admin, `{"expected_revision": 3}`)
 		if p := problem(t, rec, 400, "invalid_field"); p["field"] != "percent" {
 			t.Fatalf("PATCH without percent or guard: %v", p)
+		}
+	})
+}
+
+// outcomesBody is a POST /v1/outcomes body: n outcomes of arm (version v)
+// of which the first fail are failures, each scored.
+func outcomesBody(id, arm string, v, n, fail int, reason string) string {
+	items := make([]string, n)
+	for i := range items {
+		items[i] = fmt.Sprintf(`{"agent": "support", "env": "prod", "release_id": %q, "arm": %q, "version": %d, "reason": %q,
+			"success": %v, "score": 0.5, "at": %q}`, id, arm, v, reason, i >= fail, at(0))
+	}
+	return `{"items": [` + strings.Join(items, ",") + `]}`
+}
+
+func TestGetRelease_afterOutcomes_showsEachArmsFiguresAndTheGuardWatching(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, a *app) {
+		a.withVersions(2)
+		rel := a.createRelease(`{"candidate_version": 2, "percent": 20, "guard": {"metric": "failure_rate", "max_degradation": 2}}`)
+		id := rel["id"].(string)
+		for _, b := range []string{outcomesBody(id, "baseline", 1, 400, 20, "bucket"), outcomesBody(id, "candidate", 2, 250, 15, "bucket"),
+			outcomesBody(id, "candidate", 2, 50, 50, "override")} { // overrides never count
+			a.ok(a.do("POST", "/v1/outcomes", runtime, b), 200)
+		}
+		rec := a.do("GET", "/v1/releases/"+id, runtime, "")
+		got := a.ok(rec, 200)
+		conforms(t, "Release", rec.Body.Bytes())
+		var body struct {
+			Guard struct{ State string }
+			Stats struct {
+				Baseline, Candidate struct {
+					N, Failures int64
+					Rate        float64
+					ScoreMean   *float64 `json:"score_mean"`
+					Interval    [2]float64
+				}
+				Difference *struct{ Estimate, Lower, Upper float64 }
+				ByToken    map[string]struct{ Baseline, Candidate struct{ N int64 } } `json:"by_token"`
+			}
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+			t.Fatal(err)
+		}
+		st := body.Stats
+		if body.Guard.State != "watching" || st.Baseline.N != 400 || st.Baseline.Failures != 20 || st.Baseline.Rate != 5 ||
+			st.Candidate.N != 250 || st.Candidate.Rate != 6 || st.Candidate.ScoreMean == nil || *st.Candidate.ScoreMean != 0.5 ||
+			st.Candidate.Interval[0] >= 6 || st.Candidate.Interval[1] <= 6 || st.Difference == nil || st.Difference.Estimate != 1 ||
+			st.ByToken["agent"].Candidate.N != 250 {
+			t.Fatalf("release = %v", got)
 		}
 	})
 }
