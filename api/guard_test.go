@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRelease_withAGuardOutOfRange_is422NamingTheFieldAndWritesNothing(t *testing.T) {
@@ -108,6 +109,33 @@ func TestGetRelease_afterOutcomes_showsEachArmsFiguresAndTheGuardWatching(t *tes
 			st.Candidate.Interval[0] >= 6 || st.Candidate.Interval[1] <= 6 || st.Difference == nil || st.Difference.Estimate != 1 ||
 			st.ByToken["agent"].Candidate.N != 250 {
 			t.Fatalf("release = %v", got)
+		}
+	})
+}
+
+// must-show 3 over HTTP: with gate_steps a due step waits while an arm
+// lacks min_samples bucket outcomes, and is applied once both have them.
+func TestReleaseStep_withGateSteps_waitsForMinSamplesReportedOverHTTP(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, a *app) {
+		a.withVersions(2)
+		rel := a.createRelease(`{"candidate_version": 2, "percent": 20, "steps": [{"percent": 50, "after": "1s"}],
+			"guard": {"metric": "failure_rate", "max_degradation": 2, "min_samples": 10}}`)
+		id := rel["id"].(string)
+		time.Sleep(1100 * time.Millisecond) // the step is due
+		a.ok(a.do("POST", "/v1/outcomes", runtime, outcomesBody(id, "baseline", 1, 10, 0, "bucket")), 200)
+		a.ok(a.do("POST", "/v1/outcomes", runtime, outcomesBody(id, "candidate", 2, 9, 0, "bucket")), 200)
+		if n, err := a.releases.RunDueSteps(t.Context()); n != 0 || err != nil {
+			t.Fatalf("RunDueSteps with 9 candidate outcomes = %d, %v; want the step held", n, err)
+		}
+		if got := a.ok(a.do("GET", "/v1/releases/"+id, admin, ""), 200); got["percent"] != float64(20) || got["steps_applied"] != float64(0) {
+			t.Fatalf("held step applied: %v", got)
+		}
+		a.ok(a.do("POST", "/v1/outcomes", runtime, outcomesBody(id, "candidate", 2, 1, 0, "bucket")), 200)
+		if n, err := a.releases.RunDueSteps(t.Context()); n != 1 || err != nil {
+			t.Fatalf("RunDueSteps with 10 outcomes an arm = %d, %v; want the step applied", n, err)
+		}
+		if got := a.ok(a.do("GET", "/v1/releases/"+id, admin, ""), 200); got["percent"] != float64(50) || got["steps_applied"] != float64(1) {
+			t.Fatalf("step not applied: %v", got)
 		}
 	})
 }
