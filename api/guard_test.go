@@ -80,8 +80,11 @@ func TestGetRelease_afterOutcomes_showsEachArmsFiguresAndTheGuardWatching(t *tes
 		a.withVersions(2)
 		rel := a.createRelease(`{"candidate_version": 2, "percent": 20, "guard": {"metric": "failure_rate", "max_degradation": 2}}`)
 		id := rel["id"].(string)
-		for _, b := range []string{outcomesBody(id, "baseline", 1, 400, 20, "bucket"), outcomesBody(id, "candidate", 2, 250, 15, "bucket"),
-			outcomesBody(id, "candidate", 2, 50, 50, "override")} { // overrides never count
+		// Batches of at most 100 (a loaded SQLite run timed out a 400-item one).
+		for _, b := range []string{outcomesBody(id, "baseline", 1, 100, 20, "bucket"), outcomesBody(id, "baseline", 1, 100, 0, "bucket"),
+			outcomesBody(id, "baseline", 1, 100, 0, "bucket"), outcomesBody(id, "baseline", 1, 100, 0, "bucket"),
+			outcomesBody(id, "candidate", 2, 100, 15, "bucket"), outcomesBody(id, "candidate", 2, 100, 0, "bucket"),
+			outcomesBody(id, "candidate", 2, 50, 0, "bucket"), outcomesBody(id, "candidate", 2, 50, 50, "override")} { // overrides never count
 			a.ok(a.do("POST", "/v1/outcomes", runtime, b), 200)
 		}
 		rec := a.do("GET", "/v1/releases/"+id, runtime, "")
