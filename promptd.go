@@ -170,6 +170,9 @@ func New(db *gorm.DB, o Options) *Runtime {
 	if ro.Logger == nil {
 		ro.Logger = o.Logger
 	}
+	if ro.Outcomes == nil { // guards read the outcomes package exposure stores
+		ro.Outcomes = release.SQLOutcomes{DB: db}
+	}
 	releases := release.New(ro)
 	// The resolver chain, each a decorator of the next: session pin ->
 	// release arm -> env pointer. New sessions are pinned to what the arm

@@ -78,6 +78,7 @@ var statuses = map[string]int{
 	"undeclared_variable":     422,
 	"missing_variable":        422,
 	"invalid_variable":        422,
+	"invalid_guard":           422,
 	"invalid_config":          422,
 	"invalid_percent":         422,
 	"invalid_steps":           422,

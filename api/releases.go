@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/promptd/promptd/release"
+	"github.com/promptd/promptd/release/guard"
 )
 
 // releaseResponse is a release as the API shows it: the release package's
@@ -33,6 +35,47 @@ type releaseResponse struct {
 	// Overrides are the hashed keys forced onto each arm (never raw ids:
 	// they are not stored, see release.Overrides); not in lists.
 	Overrides *release.Overrides `json:"overrides,omitempty"`
+	Guard     *guardResponse     `json:"guard"`
+	Stats     *guard.Stats       `json:"stats"`
+}
+
+// guardResponse is a release's guard: its configuration and state.
+type guardResponse struct {
+	guard.Config
+	State     guard.State `json:"state"`
+	DecidedAt *timestamp  `json:"decided_at,omitempty"`
+	Reason    string      `json:"reason,omitempty"`
+	Since     timestamp   `json:"since"`
+}
+
+func guardBody(g *release.GuardStatus) *guardResponse {
+	if g == nil {
+		return nil
+	}
+	out := &guardResponse{Config: g.Config, State: g.State, Reason: g.Reason, Since: timestamp(g.Since)}
+	if g.DecidedAt != nil {
+		t := timestamp(*g.DecidedAt)
+		out.DecidedAt = &t
+	}
+	return out
+}
+
+// guardInput decodes a request's guard member: absent (nil, false), null
+// (nil, true: remove it) or an object (validated, defaults filled in).
+func guardInput(raw json.RawMessage) (*guard.Config, bool, error) {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0:
+		return nil, false, nil
+	case string(raw) == "null":
+		return nil, true, nil
+	}
+	var in guard.Input
+	if err := decodeObject(raw, "guard.", &in); err != nil {
+		return nil, false, err
+	}
+	c, err := release.ParseGuard(in)
+	return c, true, err
 }
 
 // transitionResponse is one entry of a release's history.
@@ -51,7 +94,7 @@ func releaseBody(r *release.Release) releaseResponse {
 	out := releaseResponse{ID: r.ID, Agent: r.Agent, Env: r.Env, State: r.State, BaselineVersion: r.BaselineVersion,
 		CandidateVersion: r.CandidateVersion, Percent: r.Percent, Stickiness: r.Stickiness, Steps: r.Steps,
 		StepsApplied: r.StepsApplied, Revision: r.Revision, Message: r.Message, CreatedBy: r.CreatedBy,
-		CreatedAt: timestamp(r.CreatedAt), UpdatedAt: timestamp(r.UpdatedAt)}
+		CreatedAt: timestamp(r.CreatedAt), UpdatedAt: timestamp(r.UpdatedAt), Guard: guardBody(r.Guard), Stats: r.Stats}
 	if r.History != nil { // a release read whole (not a list item)
 		o := r.Overrides
 		out.Overrides = &o
@@ -84,8 +127,15 @@ func (s *Server) releases() (*release.Service, error) {
 }
 
 // sendRelease answers with a release and its revision as ETag (what
-// If-Match names on PATCH and the transitions).
+// If-Match names on PATCH and the transitions), with its outcome
+// statistics and guard state (not on a create: none yet, and a replay
+// must answer the same body).
 func (s *Server) sendRelease(c echo.Context, status int, r *release.Release) error {
+	if status != http.StatusCreated {
+		if err := s.cfg.Releases.Describe(c.Request().Context(), r); err != nil {
+			s.log.Warn("release statistics not read", "release", r.ID, "err", err)
+		}
+	}
 	c.Response().Header().Set("ETag", revisionETag(r.Revision))
 	c.Response().Header().Set(echo.HeaderCacheControl, "no-cache")
 	return s.send(c, status, releaseBody(r))
@@ -107,9 +157,11 @@ type createReleaseRequest struct {
 	Message          string            `json:"message"`
 	ExpectedRevision *int64            `json:"expected_revision"`
 	Overrides        *overridesRequest `json:"overrides"`
+	Guard            json.RawMessage   `json:"guard"`
 
 	percent string
 	steps   []release.Step
+	guard   *guard.Config
 }
 
 // overridesRequest are the ids forced onto each arm (raw; the server keeps
@@ -150,7 +202,8 @@ func (r *createReleaseRequest) validate() error {
 		}
 		r.steps[i] = release.Step{Percent: json.Number(p), Promote: st.Promote, After: st.After}
 	}
-	return nil
+	r.guard, _, err = guardInput(r.Guard)
+	return err
 }
 
 // handleCreateRelease: POST /v1/agents/{agent}/envs/{env}/releases (admin,
@@ -176,7 +229,7 @@ func (s *Server) handleCreateRelease(c echo.Context) error {
 	ctx := onCommit(s, c, http.StatusCreated, releaseEntity)
 	rel, err := rs.Create(ctx, release.CreateInput{Agent: agent, Env: env, CandidateVersion: *req.CandidateVersion,
 		Percent: req.percent, Stickiness: req.Stickiness, Steps: req.steps, Message: req.Message, ExpectedRevision: expected,
-		Overrides: req.Overrides.input()})
+		Overrides: req.Overrides.input(), Guard: req.guard})
 	if err != nil {
 		return headerErr(err, viaHeader)
 	}
@@ -222,6 +275,11 @@ func (s *Server) handleListReleases(c echo.Context) error {
 	}
 	out := list[releaseResponse]{Items: make([]releaseResponse, len(items)), Next: cursor(next)}
 	for i, r := range items {
+		if r.Guard != nil { // the figures a guard's state stands on (one query each)
+			if err := rs.Describe(ctx, r); err != nil {
+				s.log.Warn("release statistics not read", "release", r.ID, "err", err)
+			}
+		}
 		out.Items[i] = releaseBody(r)
 	}
 	return s.send(c, http.StatusOK, out)
@@ -233,27 +291,42 @@ type patchReleaseRequest struct {
 	ExpectedRevision *int64            `json:"expected_revision"`
 	Reason           string            `json:"reason"`
 	Overrides        *overridesRequest `json:"overrides"`
+	Guard            json.RawMessage   `json:"guard"`
 
 	percent string
+	guard   *release.GuardChange
 }
 
-// validate: a percent, overrides, or both.
-func (r *patchReleaseRequest) validate() (err error) {
-	r.percent, err = decimal(r.Percent, "percent", r.Overrides == nil)
+// validate: a percent, overrides, a guard, or several of them.
+func (r *patchReleaseRequest) validate() error {
+	c, given, err := guardInput(r.Guard)
+	if err != nil {
+		return err
+	}
+	if given {
+		r.guard = &release.GuardChange{Config: c}
+	}
+	r.percent, err = decimal(r.Percent, "percent", r.Overrides == nil && !given)
 	return err
 }
 
 // action is the release change a PATCH asks for: a percent (with or
-// without overrides) or the override lists alone.
+// without overrides and a guard), the override lists alone (with or
+// without a guard), or the guard alone.
 func (r *patchReleaseRequest) action() release.Action {
-	if r.percent == "" && r.Overrides != nil {
+	switch {
+	case r.percent == "" && r.Overrides != nil:
 		return release.ActOverrides
+	case r.percent == "" && r.guard != nil:
+		return release.ActGuard // the guard alone: the steps are kept
 	}
 	return release.ActPercent
 }
 
 // handlePatchRelease: PATCH /v1/releases/{id} (admin) sets the percent of a
-// running or paused release, up or down, and cancels its remaining steps.
+// running or paused release, up or down, and cancels its remaining steps;
+// and/or sets its guard ("guard": null removes it; a guard alone keeps
+// the steps).
 // The release's revision is required (expected_revision or If-Match: 428
 // precondition_required without).
 func (s *Server) handlePatchRelease(c echo.Context) error {
@@ -274,7 +347,8 @@ func (s *Server) handlePatchRelease(c echo.Context) error {
 		return err
 	}
 	rel, err := rs.Transition(c.Request().Context(), id, req.action(),
-		release.TransitionInput{ExpectedRevision: &expected, Percent: req.percent, Reason: req.Reason, Overrides: req.Overrides.input()})
+		release.TransitionInput{ExpectedRevision: &expected, Percent: req.percent, Reason: req.Reason,
+			Overrides: req.Overrides.input(), Guard: req.guard})
 	if err != nil {
 		return headerErr(err, viaHeader)
 	}

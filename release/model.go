@@ -7,6 +7,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/prompt"
+	"github.com/promptd/promptd/release/guard"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -38,6 +39,8 @@ type Release struct {
 	BasisPoints      int          `json:"-"`
 	// Overrides are the hashed keys forced onto each arm (see Overrides).
 	Overrides  Overrides         `json:"overrides"`
+	Guard      *GuardStatus      `json:"guard"` // nil: unguarded
+	Stats      *guard.Stats      `json:"stats"` // set by Describe
 	forced     *prompt.Overrides // the override sets, for prompt.Decide
 	pausedLeft time.Duration     // the rest of the current step's wait, while paused
 	steps      []step
@@ -73,6 +76,7 @@ type releaseRow struct {
 	CreatedBy        string
 	CreatedAtMs      int64
 	UpdatedAtMs      int64
+	GuardCols        guardRow `gorm:"embedded"`
 }
 
 const releaseCols = `id, agent, env, state, baseline_version, candidate_version, basis_points, stickiness, steps,
@@ -83,7 +87,8 @@ func (r *releaseRow) release() *Release {
 		CandidateVersion: r.CandidateVersion, BasisPoints: r.BasisPoints, Percent: json.Number(FormatPercent(r.BasisPoints)),
 		Stickiness: r.Stickiness, StepsApplied: r.StepsApplied, Revision: r.Revision, Message: r.Message,
 		CreatedBy: r.CreatedBy, CreatedAt: time.UnixMilli(r.CreatedAtMs).UTC(), UpdatedAt: time.UnixMilli(r.UpdatedAtMs).UTC(),
-		steps: decodeSteps(r.Steps), History: []Transition{}, Overrides: Overrides{Candidate: []string{}, Baseline: []string{}}}
+		steps: decodeSteps(r.Steps), History: []Transition{}, Overrides: Overrides{Candidate: []string{}, Baseline: []string{}},
+		Guard: r.GuardCols.status(r.CreatedAtMs)}
 	rel.Steps = make([]Step, len(rel.steps))
 	for i, s := range rel.steps {
 		rel.Steps[i] = s.api()
@@ -100,7 +105,7 @@ func (r *releaseRow) release() *Release {
 
 // readRelease reads one release row within tx (FOR UPDATE with lock).
 func readRelease(tx *gorm.DB, id string, lock bool) (*Release, error) {
-	q := `SELECT ` + releaseCols + ` FROM releases WHERE id = ?`
+	q := `SELECT ` + selectCols + ` FROM releases WHERE id = ?`
 	if lock {
 		q += sqlstore.ForUpdate(tx)
 	}

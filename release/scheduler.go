@@ -57,6 +57,12 @@ func (s *Service) runDueSteps(ctx context.Context) (applied int, err error) {
 		if rel.StepsApplied != d.StepsApplied || rel.StepsApplied >= len(rel.steps) {
 			continue
 		}
+		if held, err := s.stepHeld(ctx, rel); held {
+			if err != nil {
+				s.log.Warn("release step held: guard not evaluated", "release", d.ID, "err", err)
+			}
+			continue // gate_steps: the step waits for both arms' samples and an untripped guard
+		}
 		action := ActStep
 		if rel.steps[rel.StepsApplied].promote {
 			action = ActPromote

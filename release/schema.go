@@ -54,5 +54,6 @@ func Migrations() []sqlstore.Migration {
 			},
 			Primary: []string{"release_id", "revision"},
 		})
-	}}}, overrideMigrations()...)
+	}}, {Component: "release_guard", Version: 1, Name: "releases.guard and the guard's trip and restart", Up: addGuardColumns}},
+		overrideMigrations()...)
 }

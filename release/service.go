@@ -15,6 +15,7 @@ import (
 	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/release/guard"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -43,6 +44,11 @@ type Options struct {
 	// test hook (conformance vectors name their release ids); an id must
 	// be unique and 1..128 identifier characters.
 	NewID func() string
+	// Outcomes is where guards and release statistics read outcomes; nil:
+	// releases show no stats and guards stay collecting.
+	Outcomes Outcomes
+	// GuardMetrics are the guard evaluator's collectors (nil: none).
+	GuardMetrics *GuardMetrics
 }
 
 // EventKind is the kind of the events a release change publishes.
@@ -97,6 +103,7 @@ type CreateInput struct {
 	Steps            []Step
 	Message          string
 	ExpectedRevision *int64 // the pointer's, optional
+	Guard            *guard.Config
 	// Overrides force listed callers onto an arm (raw ids; only their
 	// hashes are stored); nil: none.
 	Overrides *OverridesInput
@@ -155,6 +162,9 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Release, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := checkGuard(in.Guard); err != nil {
+		return nil, err
+	}
 	id := s.o.NewID()
 	overrides, err := hashOverrides(id, in.Overrides)
 	if err != nil {
@@ -206,9 +216,15 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Release, error) 
 			return nil, err
 		}
 		rel := row.release()
+		if in.Guard != nil {
+			if err := writeGuard(tx, rel.ID, in.Guard); err != nil {
+				return nil, err
+			}
+			rel.Guard = &GuardStatus{Config: *in.Guard, State: guard.Collecting, Since: rel.CreatedAt}
+		}
 		if err := s.record(ctx, tx, rel, "create", "", Running, bp, in.Message, "release.created",
 			map[string]any{"baseline_version": cur.Version, "candidate_version": in.CandidateVersion, "percent": rel.Percent, "steps": rel.Steps,
-				"overrides": overrideCounts(overrides)}); err != nil {
+				"overrides": overrideCounts(overrides), "guard": in.Guard}); err != nil {
 			return nil, err
 		}
 		return rel, complete(tx, rel)
@@ -258,7 +274,8 @@ func (s *Service) offer(rel *Release) {
 		delete(s.cache, rel.ID) // finished releases no longer resolve anybody
 		return
 	}
-	s.cache[rel.ID] = rel
+	cp := *rel // the caller keeps its own (Describe fills in its figures)
+	s.cache[rel.ID] = &cp
 }
 
 // Get returns a release with its history, from SQL.
@@ -287,7 +304,7 @@ func (s *Service) List(ctx context.Context, agent, env string, p promptstore.Pag
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.o.SQLTimeout)
 	defer cancel()
-	q := `SELECT ` + releaseCols + ` FROM releases WHERE agent = ? AND env = ?`
+	q := `SELECT ` + selectCols + ` FROM releases WHERE agent = ? AND env = ?`
 	args := []any{agent, env}
 	if p.Cursor != "" {
 		var ms int64

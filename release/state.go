@@ -25,6 +25,7 @@ const (
 	ActRollback Action = "rollback"
 	ActPercent  Action = "percent" // PATCH: a new percent, remaining steps cancelled
 	ActStep     Action = "step"    // a scheduled percent step
+	ActGuard    Action = "guard"   // PATCH: a new or removed guard, steps kept
 	// ActOverrides replaces the override lists (PATCH with overrides and
 	// no percent); the percent and the remaining steps stay.
 	ActOverrides Action = "overrides"
@@ -43,6 +44,7 @@ var Transitions = map[State]map[Action]State{
 		ActPercent:   Running,
 		ActStep:      Running,
 		ActOverrides: Running,
+		ActGuard:     Running,
 	},
 	Paused: {
 		ActPause:     Paused, // no-op
@@ -51,6 +53,7 @@ var Transitions = map[State]map[Action]State{
 		ActRollback:  RolledBack,
 		ActPercent:   Paused,
 		ActOverrides: Paused,
+		ActGuard:     Paused,
 	},
 	Promoted: {
 		ActPromote: Promoted, // no-op
@@ -62,12 +65,12 @@ var Transitions = map[State]map[Action]State{
 
 // Next applies the table: the target state, whether it is a no-op, or ok
 // false for an invalid transition. Percent changes and steps are never
-// no-ops (they change the percent).
+// no-ops (they change the percent), nor are guard changes.
 func Next(from State, a Action) (to State, noop, ok bool) {
 	to, ok = Transitions[from][a]
 	if !ok {
 		return from, false, false
 	}
-	noop = to == from && a != ActPercent && a != ActStep && a != ActOverrides
+	noop = to == from && a != ActPercent && a != ActStep && a != ActOverrides && a != ActGuard
 	return to, noop, true
 }

@@ -19,6 +19,11 @@ type TransitionInput struct {
 	// Overrides replace the release's override lists (ActOverrides, or
 	// with ActPercent); nil leaves them.
 	Overrides *OverridesInput
+	// Guard sets or removes the guard (ActGuard, or with ActPercent or
+	// ActOverrides); nil leaves it.
+	Guard *GuardChange
+
+	trip *trip // the guard evaluator's trip
 }
 
 // Transition applies action to the release through the transition table,
@@ -29,6 +34,14 @@ type TransitionInput struct {
 func (s *Service) Transition(ctx context.Context, id string, action Action, in TransitionInput) (*Release, error) {
 	if action == ActStep {
 		return nil, invalidf(CodeInvalidField, "action", "steps are applied by the scheduler")
+	}
+	if in.Guard != nil && action != ActGuard && action != ActPercent && action != ActOverrides || in.Guard == nil && action == ActGuard {
+		return nil, invalidf(CodeInvalidField, "guard", "a guard is changed by PATCH")
+	}
+	if in.Guard != nil {
+		if err := checkGuard(in.Guard.Config); err != nil {
+			return nil, err
+		}
 	}
 	if len(in.Reason) > promptstore.MaxReason {
 		return nil, invalidf(CodeInvalidField, "reason", "reason is too long")
@@ -109,7 +122,7 @@ func (s *Service) change(ctx context.Context, tx *gorm.DB, rel *Release, action 
 	applied := rel.StepsApplied
 	event := map[Action]string{ActPause: "release.paused", ActResume: "release.resumed", ActPromote: "release.promoted",
 		ActRollback: "release.rolled_back", ActPercent: "release.percent_changed", ActStep: "release.step_applied",
-		ActOverrides: "release.percent_changed"}[action]
+		ActOverrides: "release.percent_changed", ActGuard: "release.guard_changed"}[action]
 	details := map[string]any{"from": from}
 	switch action {
 	case ActPercent: // a manual percent cancels the remaining steps
@@ -167,6 +180,9 @@ func (s *Service) change(ctx context.Context, tx *gorm.DB, rel *Release, action 
 	}
 	rel.State, rel.BasisPoints, rel.Percent, rel.StepsApplied = to, bp, json.Number(FormatPercent(bp)), applied
 	rel.NextStepAt, rel.pausedLeft, rel.Revision, rel.UpdatedAt = nextAt, pausedLeft, rel.Revision+1, now.UTC()
+	if in.Guard != nil {
+		details["guard"] = in.Guard.Config
+	}
 	if in.Overrides != nil {
 		o, err := hashOverrides(rel.ID, in.Overrides)
 		if err != nil {
@@ -178,6 +194,9 @@ func (s *Service) change(ctx context.Context, tx *gorm.DB, rel *Release, action 
 		details["overrides"] = overrideCounts(o) // counts only: events never carry override ids
 	}
 	if err := s.record(ctx, tx, rel, string(action), from, to, bp, in.Reason, event, details); err != nil {
+		return nil, err
+	}
+	if err := s.guardChange(ctx, tx, rel, action, in, now); err != nil {
 		return nil, err
 	}
 	if isStep && to == Promoted {

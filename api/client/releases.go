@@ -34,6 +34,66 @@ type Release struct {
 	CreatedAt        time.Time    `json:"created_at"`
 	UpdatedAt        time.Time    `json:"updated_at"`
 	History          []Transition `json:"history,omitempty"`
+	Guard            *Guard       `json:"guard"` // nil: unguarded
+	Stats            *Stats       `json:"stats"` // outcome figures; nil when the server has none
+}
+
+// Guard states.
+const (
+	GuardCollecting = "collecting"
+	GuardWatching   = "watching"
+	GuardTripped    = "tripped"
+)
+
+// GuardConfig is a release's guard (API.md, Guarded releases): the
+// metric ("failure_rate" or "score"), MaxDegradation in its unit
+// (percentage points, or 0..1 for score), and optional members left zero
+// for the server's defaults (min_samples 200, confidence 0.95, action
+// "pause", gate_steps true).
+type GuardConfig struct {
+	Metric         string  `json:"metric"`
+	MaxDegradation float64 `json:"max_degradation"`
+	MinSamples     int     `json:"min_samples,omitempty"`
+	Confidence     float64 `json:"confidence,omitempty"`
+	Action         string  `json:"action,omitempty"`
+	GateSteps      *bool   `json:"gate_steps,omitempty"`
+}
+
+// Guard is a release's guard and where it stands.
+type Guard struct {
+	GuardConfig
+	State     string     `json:"state"`
+	DecidedAt *time.Time `json:"decided_at,omitempty"`
+	Reason    string     `json:"reason,omitempty"`
+	Since     time.Time  `json:"since"`
+}
+
+// ArmStats are one arm's bucket outcomes: Rate and Interval in percent,
+// scores 0..1.
+type ArmStats struct {
+	N             int64       `json:"n"`
+	Failures      int64       `json:"failures"`
+	Rate          float64     `json:"rate"`
+	ScoreMean     *float64    `json:"score_mean"`
+	Interval      [2]float64  `json:"interval"`
+	Scored        int64       `json:"scored"`
+	ScoreInterval *[2]float64 `json:"score_interval"`
+}
+
+// Stats are a release's outcome figures: per arm, the degradation's
+// always-valid confidence sequence, and per reporting token.
+type Stats struct {
+	Baseline   ArmStats `json:"baseline"`
+	Candidate  ArmStats `json:"candidate"`
+	Difference *struct {
+		Estimate float64 `json:"estimate"`
+		Lower    float64 `json:"lower"`
+		Upper    float64 `json:"upper"`
+	} `json:"difference"`
+	ByToken map[string]struct {
+		Baseline  ArmStats `json:"baseline"`
+		Candidate ArmStats `json:"candidate"`
+	} `json:"by_token"`
 }
 
 // Active reports a running or paused release.
@@ -63,12 +123,13 @@ type Transition struct {
 // at most 2 decimals, written as a string ("12.5") and sent as a JSON
 // number; ExpectedRevision, when set, is the env pointer's revision.
 type CreateReleaseRequest struct {
-	CandidateVersion int         `json:"candidate_version"`
-	Percent          json.Number `json:"percent"`
-	Stickiness       string      `json:"stickiness,omitempty"` // "user" (default) or "session"
-	Steps            []Step      `json:"steps,omitempty"`
-	Message          string      `json:"message,omitempty"`
-	ExpectedRevision *int64      `json:"expected_revision,omitempty"`
+	CandidateVersion int          `json:"candidate_version"`
+	Percent          json.Number  `json:"percent"`
+	Stickiness       string       `json:"stickiness,omitempty"` // "user" (default) or "session"
+	Steps            []Step       `json:"steps,omitempty"`
+	Message          string       `json:"message,omitempty"`
+	ExpectedRevision *int64       `json:"expected_revision,omitempty"`
+	Guard            *GuardConfig `json:"guard,omitempty"`
 }
 
 // CreateRelease starts a release in env (admin, idempotent): another
@@ -101,6 +162,15 @@ func (c *Client) SetPercent(ctx context.Context, id string, percent json.Number,
 	if reason != "" {
 		body["reason"] = reason
 	}
+	var r Release
+	_, err := c.do(ctx, call{method: http.MethodPatch, path: "/v1/releases/" + seg(id), body: body}, &r)
+	return ret(&r, err)
+}
+
+// SetGuard sets a running or paused release's guard (admin; nil removes
+// it), keeping its steps; expectedRevision is the release's.
+func (c *Client) SetGuard(ctx context.Context, id string, g *GuardConfig, expectedRevision int64) (*Release, error) {
+	body := map[string]any{"guard": g, "expected_revision": expectedRevision}
 	var r Release
 	_, err := c.do(ctx, call{method: http.MethodPatch, path: "/v1/releases/" + seg(id), body: body}, &r)
 	return ret(&r, err)

@@ -3,12 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/promptd/promptd/api/client"
 )
 
-const releaseUsage = `release start AGENT ENV --percent P [--candidate V] [--stickiness user|session] [--step P@DUR|promote@DUR ...] [--message M]
+const releaseUsage = `release start AGENT ENV --percent P [--candidate V] [--stickiness user|session] [--step P@DUR|promote@DUR ...] [--guard METRIC:MAX[:pause|rollback]] [--message M]
   release set ID|AGENT ENV PERCENT
   release pause|resume|promote|rollback ID|AGENT ENV [--reason R]
   release status ID|AGENT ENV`
@@ -60,9 +61,15 @@ func releaseStart(a *app, args []string) error {
 	fs.StringVar(&req.Stickiness, "stickiness", "user", "bucket by user or session")
 	fs.Var(&st, "step", "scheduled step PERCENT@DURATION or promote@DURATION (repeatable)")
 	fs.StringVar(&req.Message, "message", "", "why, for the audit log")
+	guardFlag := fs.String("guard", "", "guard the release: METRIC:MAX_DEGRADATION[:ACTION], such as failure_rate:2:rollback (points) or score:0.05")
 	pos, err := a.parse(fs, args, 2, 2)
 	if err != nil {
 		return err
+	}
+	if *guardFlag != "" {
+		if req.Guard, err = parseGuardFlag(*guardFlag); err != nil {
+			return err
+		}
 	}
 	if *percent == "" {
 		return usageError{"--percent is required"}
@@ -88,6 +95,23 @@ func releaseStart(a *app, args []string) error {
 	}
 	return a.printRelease(r, fmt.Sprintf("started release %s: %s/%s candidate %d at %s%% (baseline %d)",
 		r.ID, r.Agent, r.Env, r.CandidateVersion, r.Percent, r.BaselineVersion))
+}
+
+// parseGuardFlag reads --guard METRIC:MAX[:ACTION].
+func parseGuardFlag(v string) (*client.GuardConfig, error) {
+	parts := strings.Split(v, ":")
+	if len(parts) < 2 || len(parts) > 3 {
+		return nil, usageError{"--guard wants METRIC:MAX_DEGRADATION[:ACTION], such as failure_rate:2:rollback"}
+	}
+	max, err := strconv.ParseFloat(parts[1], 64)
+	if err != nil {
+		return nil, usageError{fmt.Sprintf("--guard: max degradation %q is not a number", parts[1])}
+	}
+	g := &client.GuardConfig{Metric: parts[0], MaxDegradation: max}
+	if len(parts) == 3 {
+		g.Action = parts[2]
+	}
+	return g, nil
 }
 
 // releaseRef reads ID or AGENT ENV from the front of pos and returns the
@@ -177,10 +201,14 @@ func releaseStatus(a *app, args []string) error {
 		if err != nil {
 			return err
 		}
-		return a.show(p, []string{"ID", "STATE", "BASELINE", "CANDIDATE", "PERCENT", "CREATED", "BY"}, func() [][]string {
+		return a.show(p, []string{"ID", "STATE", "BASELINE", "CANDIDATE", "PERCENT", "GUARD", "CREATED", "BY"}, func() [][]string {
 			rows := make([][]string, len(p.Items))
 			for i, r := range p.Items {
-				rows[i] = []string{r.ID, r.State, itoa(r.BaselineVersion), itoa(r.CandidateVersion), r.Percent.String() + "%", when(r.CreatedAt), r.CreatedBy}
+				g := "-"
+				if r.Guard != nil {
+					g = r.Guard.State
+				}
+				rows[i] = []string{r.ID, r.State, itoa(r.BaselineVersion), itoa(r.CandidateVersion), r.Percent.String() + "%", g, when(r.CreatedAt), r.CreatedBy}
 			}
 			return rows
 		})
@@ -206,6 +234,7 @@ func (a *app) printRelease(r *client.Release, headline string) error {
 	if r.NextStepAt != nil {
 		fmt.Fprintf(a.stdout, "next step at %s (%d of %d applied)\n", when(*r.NextStepAt), r.StepsApplied, len(r.Steps))
 	}
+	a.printGuard(r)
 	if len(r.History) > 0 {
 		rows := make([][]string, len(r.History))
 		for i, h := range r.History {
@@ -214,4 +243,39 @@ func (a *app) printRelease(r *client.Release, headline string) error {
 		a.table([]string{"REVISION", "ACTION", "STATE", "PERCENT", "BY", "AT", "REASON"}, rows)
 	}
 	return nil
+}
+
+// printGuard prints a release's guard and its arms' figures.
+func (a *app) printGuard(r *client.Release) {
+	if g := r.Guard; g != nil {
+		unit := " points"
+		if g.Metric == "score" {
+			unit = ""
+		}
+		fmt.Fprintf(a.stdout, "guard: %s, max degradation %v%s at %v confidence, min %d samples an arm, action %s, gate_steps %v: %s",
+			g.Metric, g.MaxDegradation, unit, g.Confidence, g.MinSamples, g.Action, g.GateSteps != nil && *g.GateSteps, g.State)
+		if g.DecidedAt != nil {
+			fmt.Fprintf(a.stdout, " at %s", when(*g.DecidedAt))
+		}
+		fmt.Fprintf(a.stdout, " (outcomes since %s)\n", when(g.Since))
+		if g.Reason != "" {
+			fmt.Fprintf(a.stdout, "guard reason: %s\n", g.Reason)
+		}
+	}
+	st := r.Stats
+	if st == nil {
+		return
+	}
+	arm := func(name string, s client.ArmStats) []string {
+		score := "-"
+		if s.ScoreMean != nil {
+			score = strconv.FormatFloat(*s.ScoreMean, 'f', 4, 64)
+		}
+		return []string{name, strconv.FormatInt(s.N, 10), strconv.FormatInt(s.Failures, 10), fmt.Sprintf("%.2f%%", s.Rate),
+			fmt.Sprintf("[%.2f%%, %.2f%%]", s.Interval[0], s.Interval[1]), score}
+	}
+	a.table([]string{"ARM", "N", "FAILURES", "RATE", "INTERVAL", "SCORE"}, [][]string{arm("baseline", st.Baseline), arm("candidate", st.Candidate)})
+	if d := st.Difference; d != nil {
+		fmt.Fprintf(a.stdout, "degradation (candidate worse by): %.4g, always-valid interval [%.4g, %.4g]\n", d.Estimate, d.Lower, d.Upper)
+	}
 }

@@ -136,6 +136,7 @@ func (m *Main) Open(ctx context.Context) error {
 			Limits: promptstore.Limits{AssembleMaxBytes: cfg.AssembleMaxBytes, MaxHistoryTurns: int(cfg.AssembleMaxHistoryTurns),
 				DiffMaxBytes: cfg.DiffMaxBytes, DiffMaxLines: int(cfg.DiffMaxLines), DiffCacheBytes: cfg.DiffCacheBytes},
 		},
+		Releases: release.Options{GuardMetrics: release.NewGuardMetrics(m.registry)},
 		Boards: board.Options{Metrics: board.NewMetrics(m.registry), MaxRecords: cfg.BoardMaxRecords, Retention: cfg.BoardRetention,
 			DedupeTTL: cfg.BoardDedupeTTL},
 		Sessions: session.Options{
@@ -153,7 +154,8 @@ func (m *Main) Open(ctx context.Context) error {
 	m.jobs = newScheduler(m.locker, keys, m.Logger)
 	scheduleJobs(m.jobs, jobDeps{db: m.db, store: m.store, idem: idem, releases: m.releases, sessions: m.sessions,
 		boards: m.rt.Boards, auditRetention: cfg.AuditRetention,
-		webhooks: m.rt.Webhooks, deliveryRetention: cfg.WebhookDeliveryRetention, exposures: m.rt.Exposures},
+		webhooks: m.rt.Webhooks, deliveryRetention: cfg.WebhookDeliveryRetention, exposures: m.rt.Exposures,
+		guardEvery: cfg.GuardEvery},
 		cfg.ReconcileEvery, m.Logger)
 	m.jobs.start()
 

@@ -79,6 +79,7 @@ var configVars = []string{
 	"PROMPTD_WEBHOOK_DELIVERY_RETENTION",
 	"PROMPTD_BUNDLE_MAX_BYTES",
 	"PROMPTD_EXPOSURE_SERIES_MAX",
+	"PROMPTD_GUARD_EVERY",
 }
 
 // Token roles.
@@ -122,6 +123,7 @@ type Config struct {
 	LockFenceTTL     time.Duration // how long a Redis fence counter outlives its last grant
 	EventRetention   time.Duration // how far back a change-feed reader may resume
 	StreamsPerToken  int           // open event streams and waits per token per instance
+	GuardEvery       time.Duration // release guards are evaluated this often (one replica)
 
 	// Limits on what one session holds and one read may cost.
 	SessionMaxTurns         int64
@@ -196,6 +198,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		DiffCacheBytes:          e.bytes("PROMPTD_DIFF_CACHE_BYTES", 16<<20),
 	}
 	c.EventRetention = e.duration("PROMPTD_EVENT_RETENTION", 168*time.Hour)
+	c.GuardEvery = e.duration("PROMPTD_GUARD_EVERY", 10*time.Second)
 	c.StreamsPerToken = int(e.count("PROMPTD_STREAMS_PER_TOKEN", api.DefaultStreamsPerToken))
 	c.ReadHeaderTimeout = e.duration("PROMPTD_READ_HEADER_TIMEOUT", api.DefaultReadHeaderTimeout)
 	c.ReadTimeout = e.duration("PROMPTD_READ_TIMEOUT", api.DefaultReadTimeout)

@@ -67,7 +67,8 @@ var configDocs = map[string]configDoc{
 	"PROMPTD_WEBHOOK_BACKOFF":            {"5s,30s,2m,10m,30m,1h,3h,6h", "webhook retry schedule (full jitter)"},
 	"PROMPTD_WEBHOOK_DELIVERY_RETENTION": {"720h", "finished webhook deliveries are deleted after this"},
 	"PROMPTD_BUNDLE_MAX_BYTES":           {"33554432", "largest GET /v1/bundle answer"},
-	"PROMPTD_EXPOSURE_SERIES_MAX":        {"10000", "exposure metric series before version=\"other\""},
+	"PROMPTD_EXPOSURE_SERIES_MAX":        {"10000", "series of promptd_exposures_total before version=\"other\""},
+	"PROMPTD_GUARD_EVERY":                {"10s", "release guards are evaluated this often (one replica)"},
 }
 
 // printUsage writes `promptd -h`: the commands, then every variable with

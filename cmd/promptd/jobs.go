@@ -134,7 +134,8 @@ type jobDeps struct {
 	// deliveryRetention: PROMPTD_WEBHOOK_DELIVERY_RETENTION
 	deliveryRetention time.Duration
 	// exposures: outcome ids past their dedupe window are forgotten.
-	exposures *exposure.Service
+	exposures  *exposure.Service
+	guardEvery time.Duration // PROMPTD_GUARD_EVERY
 }
 
 // scheduleJobs registers promptd's jobs.
@@ -178,6 +179,15 @@ func scheduleJobs(s *scheduler, d jobDeps, reconcileEvery time.Duration, log *sl
 		}
 		return err
 	})
+	// Release guards are evaluated by one replica at a time: RunGuards runs
+	// under its own job lease (release.GuardJob) and trips a guard through
+	// the normal revision-checked transition.
+	if d.guardEvery > 0 {
+		s.everyInstance(release.GuardJob, d.guardEvery, func(ctx context.Context) error {
+			_, err := d.releases.RunGuards(ctx)
+			return err
+		})
+	}
 	// Idle sessions are closed and old closed ones deleted; Sweep runs under
 	// its own job lease (session.SweepJob), so one replica runs it at a time.
 	s.everyInstance(session.SweepJob, sessionSweepEvery, func(ctx context.Context) error {

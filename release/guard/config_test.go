@@ -1,0 +1,91 @@
+package guard
+
+import (
+	"errors"
+	"testing"
+)
+
+func f(v float64) *float64 { return &v }
+func i(v int) *int         { return &v }
+
+func TestParse_whenMembersAreAbsent_takesDefaults(t *testing.T) {
+	c, err := Parse(Input{Metric: FailureRate, MaxDegradation: f(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{Metric: FailureRate, MaxDegradation: 2, MinSamples: 200, Confidence: 0.95, Action: Pause, GateSteps: true}
+	if c != want {
+		t.Fatalf("got %+v, want %+v", c, want)
+	}
+}
+
+func TestParse_whenAMemberIsOutOfRange_namesIt(t *testing.T) {
+	for _, tc := range []struct {
+		in    Input
+		field string
+	}{
+		{Input{Metric: "latency", MaxDegradation: f(1)}, "metric"},
+		{Input{Metric: FailureRate}, "max_degradation"},
+		{Input{Metric: FailureRate, MaxDegradation: f(-1)}, "max_degradation"},
+		{Input{Metric: FailureRate, MaxDegradation: f(100)}, "max_degradation"},
+		{Input{Metric: Score, MaxDegradation: f(1)}, "max_degradation"},
+		{Input{Metric: FailureRate, MaxDegradation: f(2), MinSamples: i(1)}, "min_samples"},
+		{Input{Metric: FailureRate, MaxDegradation: f(2), Confidence: f(1)}, "confidence"},
+		{Input{Metric: FailureRate, MaxDegradation: f(2), Confidence: f(0.1)}, "confidence"},
+		{Input{Metric: FailureRate, MaxDegradation: f(2), Action: "delete"}, "action"},
+	} {
+		_, err := Parse(tc.in)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("Parse(%+v) = %v, want a FieldError on %s", tc.in, err, tc.field)
+		}
+	}
+}
+
+func TestDecide_beforeBothArmsHaveMinSamples_keepsCollecting(t *testing.T) {
+	c := cfg(0)
+	// An obvious degradation, but the baseline has 199 samples.
+	d := Evaluate(c, []Row{{Arm: Baseline, N: 199}, {Arm: Candidate, N: 5000, Failures: 2500}})
+	if d.State != Collecting {
+		t.Fatalf("state %s, want collecting", d.State)
+	}
+	d = Evaluate(c, []Row{{Arm: Baseline, N: 200}, {Arm: Candidate, N: 5000, Failures: 2500}})
+	if d.State != Tripped || d.Reason == "" {
+		t.Fatalf("state %s (%q), want tripped with a reason", d.State, d.Reason)
+	}
+}
+
+func TestDecide_onScores_tripsWhenTheCandidateScoresLower(t *testing.T) {
+	c := Config{Metric: Score, MaxDegradation: 0.05, MinSamples: 200, Confidence: 0.95}
+	rows := []Row{
+		{Arm: Baseline, N: 2000, Scored: 2000, ScoreSum: 2000 * 0.8, ScoreSq: 2000 * (0.8*0.8 + 0.01)},
+		{Arm: Candidate, N: 2000, Scored: 2000, ScoreSum: 2000 * 0.6, ScoreSq: 2000 * (0.6*0.6 + 0.01)},
+	}
+	if d := Evaluate(c, rows); d.State != Tripped {
+		t.Fatalf("state %s (%+v), want tripped", d.State, d.Stats.Difference)
+	}
+	rows[1].ScoreSum, rows[1].ScoreSq = 2000*0.79, 2000*(0.79*0.79+0.01)
+	if d := Evaluate(c, rows); d.State != Watching {
+		t.Fatalf("state %s (%+v), want watching", d.State, d.Stats.Difference)
+	}
+}
+
+// Arms are compared within periods: a candidate that got more of the
+// traffic in a period when everybody failed more (a bad hour) is not
+// worse, though pooled rates say it is.
+func TestDecide_whenRatesShiftBetweenPeriods_comparesWithinPeriods(t *testing.T) {
+	rows := []Row{
+		{Period: 0, Arm: Baseline, N: 9000, Failures: 450}, // 5 % / 5 % at 10 %
+		{Period: 0, Arm: Candidate, N: 1000, Failures: 50},
+		{Period: 1, Arm: Baseline, N: 1000, Failures: 200}, // 20 % / 20 % at 90 %
+		{Period: 1, Arm: Candidate, N: 9000, Failures: 1800},
+	}
+	d := Evaluate(cfg(2), rows)
+	if d.State != Watching || d.Stats.Difference.Estimate != 0 {
+		t.Fatalf("state %s, difference %+v: want watching with estimate 0", d.State, d.Stats.Difference)
+	}
+	// Pooled the candidate fails 18.5 % and the baseline 6.5 %.
+	if d.Stats.Candidate.Rate != 18.5 || d.Stats.Baseline.Rate != 6.5 {
+		t.Fatalf("pooled rates %v / %v", d.Stats.Candidate.Rate, d.Stats.Baseline.Rate)
+	}
+}
