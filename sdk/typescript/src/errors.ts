@@ -55,6 +55,8 @@ export interface ErrorFieldsByCode {
   quota_exceeded: Record<string, never>;
   invalid_url: { field?: string; reason?: string };
   bundle_too_large: { limit: number };
+  invalid_overrides: { field?: string };
+  invalid_guard: { field?: string };
   self_approval: Record<string, never>;
   change_request_closed: { state?: string };
   token_exists: { state?: string };
@@ -83,6 +85,7 @@ export const ERROR_STATUS: { readonly [C in ErrorCode]: number } = {
   board_not_found: 404, record_not_found: 404, webhook_not_found: 404, delivery_not_found: 404,
   token_not_found: 404, change_request_not_found: 404,
   cursor_expired: 410, quota_exceeded: 429, invalid_url: 422, bundle_too_large: 422,
+  invalid_overrides: 422, invalid_guard: 422,
   self_approval: 403, change_request_closed: 409, token_exists: 409, token_bootstrap: 409,
   board_in_use: 409, store_unavailable: 503, internal: 500,
 };
@@ -171,6 +174,8 @@ export const CursorExpiredError = errorClass("cursor_expired", "CursorExpiredErr
 export const QuotaExceededError = errorClass("quota_exceeded", "QuotaExceededError");
 export const InvalidUrlError = errorClass("invalid_url", "InvalidUrlError");
 export const BundleTooLargeError = errorClass("bundle_too_large", "BundleTooLargeError");
+export const InvalidOverridesError = errorClass("invalid_overrides", "InvalidOverridesError");
+export const InvalidGuardError = errorClass("invalid_guard", "InvalidGuardError");
 export const SelfApprovalError = errorClass("self_approval", "SelfApprovalError");
 export const ChangeRequestClosedError = errorClass("change_request_closed", "ChangeRequestClosedError");
 export const TokenExistsError = errorClass("token_exists", "TokenExistsError");
@@ -213,6 +218,7 @@ const classes: { readonly [C in ErrorCode]: ErrorClass<C> } = {
   token_not_found: TokenNotFoundError, change_request_not_found: ChangeRequestNotFoundError,
   cursor_expired: CursorExpiredError, quota_exceeded: QuotaExceededError, invalid_url: InvalidUrlError,
   bundle_too_large: BundleTooLargeError, self_approval: SelfApprovalError,
+  invalid_overrides: InvalidOverridesError, invalid_guard: InvalidGuardError,
   change_request_closed: ChangeRequestClosedError, token_exists: TokenExistsError,
   token_bootstrap: TokenBootstrapError, board_in_use: BoardInUseError,
   store_unavailable: StoreUnavailableError, internal: InternalError,

@@ -266,6 +266,7 @@ IdempotencyKeyReused = _code("idempotency_key_reused", "IdempotencyKeyReused", U
 InvalidURL = _code("invalid_url", "InvalidURL", Unprocessable)
 BundleTooLarge = _code("bundle_too_large", "BundleTooLarge", Unprocessable)
 InvalidOverrides = _code("invalid_overrides", "InvalidOverrides", Unprocessable)
+InvalidGuard = _code("invalid_guard", "InvalidGuard", Unprocessable)
 LimitExceeded = _code("limit_exceeded", "LimitExceeded", Unprocessable)
 SelfApproval = _code("self_approval", "SelfApproval", Forbidden)
 Internal = _code("internal", "Internal", ServerError)
