@@ -27,6 +27,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/board"
@@ -45,7 +46,7 @@ import (
 func Migrations() []sqlstore.Migration {
 	var ms []sqlstore.Migration
 	for _, m := range [][]sqlstore.Migration{audit.Migrations(), promptstore.Migrations(), idempotency.Migrations(),
-		release.Migrations(), session.Migrations(), board.Migrations(), webhook.Migrations()} {
+		release.Migrations(), session.Migrations(), board.Migrations(), webhook.Migrations(), access.Migrations()} {
 		ms = append(ms, m...)
 	}
 	return ms
@@ -93,6 +94,9 @@ type Options struct {
 	// Webhooks configures webhook deliveries (secret key cipher, address
 	// guard, backoff, metrics); New fills in the database, feed and locks.
 	Webhooks webhook.Options
+	// Access configures managed tokens (the bootstrap names it reserves,
+	// limits); New fills in the database, bus and instance.
+	Access access.Options
 }
 
 // Runtime is promptd's domain services over one database. Safe for
@@ -120,6 +124,8 @@ type Runtime struct {
 	// Webhooks keeps webhooks and delivers the feed to them (its
 	// dispatcher on one instance at a time, deliverers on every one).
 	Webhooks *webhook.Service
+	// Access keeps managed tokens; revocations travel on Bus.
+	Access *access.Service
 
 	db     *gorm.DB
 	ownsDB bool
@@ -196,6 +202,12 @@ func New(db *gorm.DB, o Options) *Runtime {
 		wo.Logger = o.Logger
 	}
 	hooks := webhook.New(wo)
+	ao := o.Access
+	ao.DB, ao.Bus, ao.Instance = db, bus, o.Instance
+	if ao.Logger == nil {
+		ao.Logger = o.Logger
+	}
+	tokens := access.New(ao)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -204,11 +216,12 @@ func New(db *gorm.DB, o Options) *Runtime {
 		wg.Go(func() { feed.Run(ctx) })
 		wg.Go(func() { seq.Run(ctx) })
 		wg.Go(func() { hooks.Run(ctx) })
+		wg.Go(func() { tokens.Run(ctx) })
 		wg.Wait()
 	}()
 	return &Runtime{Prompts: store, Releases: releases, Sessions: sessions, Events: batcher, Boards: board.New(bo),
 		Leases:   leases.New(leases.Options{Locker: o.Locker, Keys: o.Keys, Events: batcher}),
-		Resolver: session.Resolver{S: sessions, Next: arm}, Bus: bus, Feed: feed, Webhooks: hooks, db: db, stop: stop, done: done}
+		Resolver: session.Resolver{S: sessions, Next: arm}, Bus: bus, Feed: feed, Webhooks: hooks, Access: tokens, db: db, stop: stop, done: done}
 }
 
 // Open opens the database of cfg, migrates it and builds the services;

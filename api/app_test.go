@@ -17,6 +17,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd"
+	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/api"
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
@@ -46,6 +47,7 @@ func migrations() []sqlstore.Migration {
 	ms = append(ms, release.Migrations()...)
 	ms = append(ms, session.Migrations()...)
 	ms = append(ms, board.Migrations()...)
+	ms = append(ms, access.Migrations()...)
 	return append(ms, idempotency.Migrations()...)
 }
 
@@ -83,7 +85,7 @@ func newAppWith(t *testing.T, db *gorm.DB, o promptstore.Options, mod ...func(*a
 		locker = locks.NewMemory(locks.Options{Holder: o.Instance})
 	}
 	rt := promptd.New(db, promptd.Options{Instance: o.Instance, Logger: logger, Locker: locker, Keys: keys,
-		Prompts: o, EventFlush: 20 * time.Millisecond})
+		Prompts: o, EventFlush: 20 * time.Millisecond, Access: access.Options{Reserved: []string{"ops", "agent"}}})
 	t.Cleanup(func() { _ = rt.Close() })
 	reg := prometheus.NewRegistry()
 	cfg := api.Config{
@@ -101,6 +103,7 @@ func newAppWith(t *testing.T, db *gorm.DB, o promptstore.Options, mod ...func(*a
 		Idempotency: idempotency.New(db, idempotency.Options{}),
 		Audit:       func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) { return audit.List(ctx, db, f) },
 		Feed:        rt.Feed,
+		Access:      rt.Access,
 	}
 	for _, m := range mod {
 		m(&cfg)

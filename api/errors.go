@@ -98,6 +98,9 @@ var statuses = map[string]int{
 	"delivery_not_found":      404,
 	"invalid_url":             422,
 	"secret_key_required":     503,
+	"token_not_found":         404,
+	"token_exists":            409,
+	"token_bootstrap":         409,
 }
 
 // Error is an error with a code the client can act on. Handlers return
@@ -191,6 +194,9 @@ func problemFor(err error) *Error {
 		return p
 	}
 	if p := webhookProblem(err); p != nil {
+		return p
+	}
+	if p := accessProblem(err); p != nil {
 		return p
 	}
 	switch {

@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd"
+	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/api"
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
@@ -129,6 +130,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Locker:   m.locker, Keys: keys, Redis: m.redis, RedisTimeout: cfg.RedisTimeout,
 		Etcd: etcdBus, EtcdTimeout: cfg.Etcd.Timeout,
 		EventRetention: cfg.EventRetention, FeedMetrics: feedMetrics, Webhooks: hooks,
+		Access: access.Options{Reserved: tokenNames(tokens)},
 		Prompts: promptstore.Options{
 			Metrics: promptstore.NewMetrics(m.registry),
 			Limits: promptstore.Limits{AssembleMaxBytes: cfg.AssembleMaxBytes, MaxHistoryTurns: int(cfg.AssembleMaxHistoryTurns),
@@ -179,6 +181,7 @@ func (m *Main) Open(ctx context.Context) error {
 		FeedMetrics:     feedMetrics,
 		StreamsPerToken: cfg.StreamsPerToken,
 		Webhooks:        m.rt.Webhooks,
+		Access:          m.rt.Access,
 
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
@@ -193,6 +196,15 @@ func (m *Main) Open(ctx context.Context) error {
 	m.ln = ln
 	go func() { m.served <- m.server.Serve(ln) }()
 	return nil
+}
+
+// tokenNames are the bootstrap names no managed token may take.
+func tokenNames(ts []api.Token) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Name
+	}
+	return out
 }
 
 // tokens are the configured tokens, or in embedded mode (no
