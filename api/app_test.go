@@ -29,6 +29,7 @@ import (
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/session"
 	"github.com/promptd/promptd/sqlstore"
+	"github.com/promptd/promptd/webhook"
 )
 
 // Test tokens: "ops" is an admin, "agent" a runtime.
@@ -48,6 +49,7 @@ func migrations() []sqlstore.Migration {
 	ms = append(ms, session.Migrations()...)
 	ms = append(ms, board.Migrations()...)
 	ms = append(ms, access.Migrations()...)
+	ms = append(ms, webhook.Migrations()...)
 	return append(ms, idempotency.Migrations()...)
 }
 
@@ -104,6 +106,7 @@ func newAppWith(t *testing.T, db *gorm.DB, o promptstore.Options, mod ...func(*a
 		Audit:       func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) { return audit.List(ctx, db, f) },
 		Feed:        rt.Feed,
 		Access:      rt.Access,
+		Webhooks:    rt.Webhooks,
 	}
 	for _, m := range mod {
 		m(&cfg)
