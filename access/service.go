@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -147,12 +148,22 @@ func (s *Service) check(ctx context.Context, h hashOf, now time.Time) (*entry, e
 	return e, nil
 }
 
-// Run writes last_used_at stamps until ctx ends.
+// Run writes last_used_at stamps and refreshes the cached checks every
+// half CacheTTL (one query for every cached token), so that requests find
+// a fresh check and stay off the database; until ctx ends. While SQL
+// fails, checks age past CacheTTL and requests re-read it themselves
+// (ErrUnavailable when it still fails).
 func (s *Service) Run(ctx context.Context) {
+	refresh := time.NewTicker(s.o.CacheTTL / 2)
+	defer refresh.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-refresh.C:
+			if err := s.refresh(ctx); err != nil && ctx.Err() == nil {
+				s.o.Logger.Warn("token checks not refreshed; requests re-read SQL after the cache TTL", "err", err)
+			}
 		case id := <-s.used:
 			err := s.o.DB.WithContext(ctx).Exec(`UPDATE access_tokens SET last_used_at_ms = ? WHERE token_id = ?`,
 				s.o.Now().UnixMilli(), id).Error
@@ -161,6 +172,51 @@ func (s *Service) Run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// refreshBatch is how many cached checks one refresh query re-reads.
+const refreshBatch = 500
+
+// refresh re-reads every cached token from SQL and marks its check fresh
+// as of the query's start.
+func (s *Service) refresh(ctx context.Context) error {
+	s.mu.RLock()
+	hashes := make([]string, 0, len(s.cache))
+	for h := range s.cache {
+		hashes = append(hashes, h.hex())
+	}
+	s.mu.RUnlock()
+	for len(hashes) > 0 {
+		chunk := hashes[:min(refreshBatch, len(hashes))]
+		hashes = hashes[len(chunk):]
+		at := s.o.Now()
+		var rs []row
+		if err := s.o.DB.WithContext(ctx).Raw(`SELECT `+tokenCols+` FROM access_tokens WHERE secret_hash IN ?`, chunk).Scan(&rs).Error; err != nil {
+			return sqlstore.Translate(err)
+		}
+		found := make(map[string]*row, len(rs))
+		for i := range rs {
+			found[rs[i].SecretHash] = &rs[i]
+		}
+		s.mu.Lock()
+		for _, hx := range chunk {
+			var h hashOf
+			_, _ = hex.Decode(h[:], []byte(hx))
+			e := s.cache[h]
+			if e == nil || e.checked.After(at) {
+				continue // forgotten, or checked since
+			}
+			r := found[hx]
+			if r == nil {
+				delete(s.cache, h)
+				delete(s.byID, e.tok.ID)
+				continue
+			}
+			s.cache[h] = &entry{tok: r.token(), checked: at, used: e.used}
+		}
+		s.mu.Unlock()
+	}
+	return nil
 }
 
 // CreateInput is a token to create. Scopes nil means unscoped.
