@@ -95,8 +95,15 @@ func (s *Server) handleCreateToken(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// The answer holds the secret, also when the write recorded its
+	// (redacted) outcome for an Idempotency-Key: not s.send, which would
+	// answer that outcome.
 	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
-	return s.send(c, http.StatusCreated, tokenWithSecret{tokenResponse: tokenBody(t.Token), Secret: &t.Secret})
+	b, err := encodeJSON(tokenWithSecret{tokenResponse: tokenBody(t.Token), Secret: &t.Secret})
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusCreated, echo.MIMEApplicationJSON, b)
 }
 
 // handleListTokens: GET /v1/tokens, newest first.

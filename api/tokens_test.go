@@ -98,6 +98,9 @@ func TestTokens_replayOfCreate_neverHoldsTheSecret(t *testing.T) {
 	a := sqliteApp(t)
 	body := `{"name": "replayed", "role": "runtime"}`
 	first := a.ok(a.do("POST", "/v1/tokens", admin, body, "Idempotency-Key", "k1"), 201)
+	if s, _ := first["secret"].(string); !strings.HasPrefix(s, "pd_") || first["secret_redacted"] != false {
+		t.Fatalf("first answer = %v, want the secret", first)
+	}
 	rec := a.do("POST", "/v1/tokens", admin, body, "Idempotency-Key", "k1")
 	again := a.ok(rec, 201)
 	if rec.Header().Get("Idempotent-Replayed") != "true" || again["secret"] != nil || again["secret_redacted"] != true || again["id"] != first["id"] {

@@ -71,6 +71,7 @@ var commands = map[string]command{
 	"sessions": {"sessions get ID", runSessions},
 	"events":   {eventsUsage, runEvents},
 	"audit":    {"audit [--agent A] [--env E] [--session S] [--action X] [--since ID] [--limit N]", runAudit},
+	"tokens":   {tokensUsage, runTokens},
 }
 
 // run is promptctl: args without the program name; the exit status.
