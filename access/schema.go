@@ -50,5 +50,53 @@ func Migrations() []sqlstore.Migration {
 			return err
 		}
 		return nil
+	}}, changeMigrations()[0]}
+}
+
+// changeMigrations create access_protections (one row per protected env)
+// and access_change_requests (gated writes waiting for approval).
+func changeMigrations() []sqlstore.Migration {
+	return []sqlstore.Migration{{Component: "access", Version: 2, Name: "access_protections and access_change_requests", Up: func(tx *gorm.DB) error {
+		d := sqlstore.Dialect(tx)
+		if err := sqlstore.CreateTable(tx, sqlstore.Table{
+			Name: "access_protections",
+			Columns: []string{
+				"env " + sqlstore.IDColumnType(d) + " NOT NULL",
+				"approvals INT NOT NULL",
+				"agents TEXT NOT NULL",
+				"approvers TEXT NOT NULL",
+				"revision BIGINT NOT NULL",
+				"updated_by VARCHAR(256) NOT NULL",
+				"updated_at_ms BIGINT NOT NULL",
+			},
+			Primary: []string{"env"},
+		}); err != nil {
+			return err
+		}
+		return sqlstore.CreateTable(tx, sqlstore.Table{
+			Name: "access_change_requests",
+			Columns: []string{
+				sqlstore.AutoID(d),
+				"cr_id " + sqlstore.KeyColumnType(d, 64) + " NOT NULL",
+				"action VARCHAR(64) NOT NULL",
+				"agent " + sqlstore.IDColumnType(d) + " NOT NULL",
+				"env " + sqlstore.IDColumnType(d) + " NOT NULL",
+				"request " + sqlstore.LongText(d) + " NOT NULL",
+				"target_revision BIGINT NOT NULL",
+				"requested_by VARCHAR(256) NOT NULL",
+				"requested_token VARCHAR(256) NOT NULL",
+				"state VARCHAR(16) NOT NULL",
+				"approvals TEXT NOT NULL",
+				"needed INT NOT NULL",
+				"approvers TEXT NOT NULL",
+				"problem TEXT NOT NULL",
+				"revision BIGINT NOT NULL",
+				"created_at_ms BIGINT NOT NULL",
+				"expires_at_ms BIGINT NOT NULL",
+				"updated_at_ms BIGINT NOT NULL",
+			},
+			Unique:  map[string]string{"access_change_requests_id": "cr_id"},
+			Indexes: map[string]string{"access_change_requests_state": "state, id"},
+		})
 	}}}
 }

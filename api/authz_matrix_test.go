@@ -28,10 +28,11 @@ type matrix struct {
 	releaseIn, releaseOut      string
 	sessionIn, sessionOut      string
 	recordIn, recordOut        string
+	changeIn, changeOut        string
 }
 
 func newMatrix(t *testing.T) *matrix {
-	a := sqliteApp(t)
+	a := sqliteApp(t, withLeads)
 	m := &matrix{a: a}
 	for _, team := range []string{"team-a", "team-b"} {
 		agent := team + "-bot"
@@ -47,6 +48,18 @@ func newMatrix(t *testing.T) *matrix {
 			m.releaseIn, m.sessionIn, m.recordIn = rel["id"].(string), sess["session_id"].(string), rec["id"].(string)
 		} else {
 			m.releaseOut, m.sessionOut, m.recordOut = rel["id"].(string), sess["session_id"].(string), rec["id"].(string)
+		}
+	}
+	// A protected env for change requests to look up (the matrix never
+	// approves them: its approvals are by the requester, or out of scope).
+	a.ok(a.do("PUT", "/v1/protections/prod", admin, `{"approvals": 1}`), 200)
+	for _, team := range []string{"team-a", "team-b"} {
+		cr := a.ok(a.do("PUT", "/v1/agents/"+team+"-bot/envs/prod", lead, `{"version": 2, "expected_revision": 2}`), 202)
+		id := cr["change_request"].(map[string]any)["id"].(string)
+		if team == "team-a" {
+			m.changeIn = id
+		} else {
+			m.changeOut = id
 		}
 	}
 	scopes := `"scopes": {"agents": ["team-a-*"], "envs": ["prod"], "boards": ["team-a-*"]}`
@@ -93,6 +106,11 @@ func (m *matrix) path(route string, k tokenKind) string {
 			seg = sess
 		case seg == ":id" && segs[i-1] == "records":
 			seg = rec
+		case seg == ":id" && segs[i-1] == "change-requests":
+			seg = m.changeIn
+			if k.out {
+				seg = m.changeOut
+			}
 		case strings.HasPrefix(seg, ":"):
 			seg = map[string]string{":version": "1", ":a": "1", ":b": "2", ":key": "k", ":lease_id": "lease-1",
 				":name": "nobody", ":delivery": "1", ":id": "wh_00000000000000000000"}[seg]
@@ -111,7 +129,8 @@ func (m *matrix) path(route string, k tokenKind) string {
 // on audit, webhooks and tokens, are admin-only.
 func adminOnly(method, route string) bool {
 	switch {
-	case strings.HasPrefix(route, "/v1/audit"), strings.HasPrefix(route, "/v1/webhooks"), strings.HasPrefix(route, "/v1/tokens"):
+	case strings.HasPrefix(route, "/v1/audit"), strings.HasPrefix(route, "/v1/webhooks"), strings.HasPrefix(route, "/v1/tokens"),
+		strings.HasPrefix(route, "/v1/protections"), strings.HasPrefix(route, "/v1/change-requests"):
 		return true
 	case method == http.MethodGet, strings.HasSuffix(route, "/assemble"):
 		return false

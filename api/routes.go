@@ -105,6 +105,14 @@ func (s *Server) routes() {
 	v1.POST("/tokens", s.handleCreateToken, idempotentAdmin...)
 	v1.GET("/tokens", s.handleListTokens, admin...)
 	v1.DELETE("/tokens/:name", s.handleRevokeToken, admin...)
+
+	// Protected envs and change requests (protections.go, change_requests.go).
+	v1.PUT("/protections/:env", s.handlePutProtection, admin...)
+	v1.GET("/change-requests", s.handleListChangeRequests, admin...)
+	v1.GET("/change-requests/:id", s.handleGetChangeRequest, admin...)
+	v1.POST("/change-requests/:id/approve", s.handleApproveChangeRequest, admin...)
+	v1.POST("/change-requests/:id/reject", s.handleRejectChangeRequest, admin...)
+	v1.POST("/change-requests/:id/cancel", s.handleCancelChangeRequest, admin...)
 }
 
 // routeNeeds is what each /v1 route needs of a scoped token (scopes.go).
@@ -168,6 +176,12 @@ var routeNeeds = map[string]scopeNeed{
 	"POST /v1/tokens":                                         unscopedOnly,
 	"GET /v1/tokens":                                          unscopedOnly,
 	"DELETE /v1/tokens/:name":                                 unscopedOnly,
+	"PUT /v1/protections/:env":                                unscopedOnly,
+	"GET /v1/change-requests":                                 inHandler,
+	"GET /v1/change-requests/:id":                             byChangeRequest,
+	"POST /v1/change-requests/:id/approve":                    byChangeRequest,
+	"POST /v1/change-requests/:id/reject":                     byChangeRequest,
+	"POST /v1/change-requests/:id/cancel":                     byChangeRequest,
 }
 
 // composed registers routes with their middleware composed once, at

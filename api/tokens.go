@@ -156,6 +156,9 @@ func (s *Server) handleRevokeToken(c echo.Context) error {
 
 // accessProblem maps the access package's errors (nil for any other).
 func accessProblem(err error) *Error {
+	if p := changeProblem(err); p != nil {
+		return p
+	}
 	var wider *access.WiderError
 	switch {
 	case errors.As(err, new(*Error)):
