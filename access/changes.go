@@ -433,10 +433,34 @@ func (s *Service) casRequest(_ context.Context, tx *gorm.DB, cur, next *ChangeRe
 	return nil
 }
 
-// ExpireRequests marks pending requests past their expiry expired (the
-// sweep job); it returns how many.
-func (s *Service) ExpireRequests(ctx context.Context) (int64, error) {
-	res := s.o.DB.WithContext(ctx).Exec(`UPDATE access_change_requests SET state = ?, revision = revision + 1, updated_at_ms = ?
-		WHERE state = ? AND expires_at_ms <= ?`, Expired, s.o.Now().UnixMilli(), Pending, s.o.Now().UnixMilli())
-	return res.RowsAffected, sqlstore.Translate(res.Error)
+// ExpireRequests marks up to 500 pending requests past their expiry
+// expired, each with its change_request.expired event (the sweep job;
+// reads already show them expired); it returns how many.
+func (s *Service) ExpireRequests(ctx context.Context) (int, error) {
+	now := s.o.Now()
+	var rs []crRow
+	if err := s.o.DB.WithContext(ctx).Raw(`SELECT id, `+crCols+` FROM access_change_requests WHERE state = ? AND expires_at_ms <= ? ORDER BY id LIMIT 500`,
+		Pending, now.UnixMilli()).Scan(&rs).Error; err != nil {
+		return 0, sqlstore.Translate(err)
+	}
+	n := 0
+	for i := range rs {
+		cur := rs[i].request(now)
+		cur.State = Pending // as stored
+		next := *cur
+		next.State, next.Revision = Expired, cur.Revision+1
+		_, err := sqlstore.Transact(sqlstore.WithoutCommitHooks(ctx), s.o.DB, func(tx *gorm.DB) (struct{}, error) {
+			res := tx.Exec(`UPDATE access_change_requests SET state = ?, revision = ?, updated_at_ms = ? WHERE cr_id = ? AND revision = ? AND state = ?`,
+				Expired, next.Revision, now.UnixMilli(), cur.ID, cur.Revision, Pending)
+			if res.Error != nil || res.RowsAffected != 1 {
+				return struct{}{}, res.Error
+			}
+			n++
+			return struct{}{}, s.crAudit(ctx, tx, "change_request.expired", &next)
+		})
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }

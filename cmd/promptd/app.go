@@ -153,7 +153,7 @@ func (m *Main) Open(ctx context.Context) error {
 	m.jobs = newScheduler(m.locker, keys, m.Logger)
 	scheduleJobs(m.jobs, jobDeps{db: m.db, store: m.store, idem: idem, releases: m.releases, sessions: m.sessions,
 		boards: m.rt.Boards, auditRetention: cfg.AuditRetention,
-		webhooks: m.rt.Webhooks, deliveryRetention: cfg.WebhookDeliveryRetention},
+		webhooks: m.rt.Webhooks, deliveryRetention: cfg.WebhookDeliveryRetention, access: m.rt.Access},
 		cfg.ReconcileEvery, m.Logger)
 	m.jobs.start()
 
