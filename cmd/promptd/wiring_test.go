@@ -65,8 +65,8 @@ func TestMain_wiresReleasesSessionsLeasesAndJobs(t *testing.T) {
 	logs := &lockedBuffer{}
 	m := openMain(t, cfg, logs)
 	base := "http://" + m.Addr().String()
-	if n := len(m.jobs.cron.Entries()); n != 7 {
-		t.Fatalf("%d jobs scheduled, want 7 (reconcile, idempotency sweep, audit retention, webhook retention, release steps, session sweep, board reclaim)", n)
+	if n := len(m.jobs.cron.Entries()); n != 8 {
+		t.Fatalf("%d jobs scheduled, want 8 (reconcile, idempotency sweep, audit retention, webhook retention, change-request expiry, release steps, session sweep, board reclaim)", n)
 	}
 
 	for i := range 2 {
