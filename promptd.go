@@ -27,6 +27,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/board"
@@ -47,7 +48,8 @@ import (
 func Migrations() []sqlstore.Migration {
 	var ms []sqlstore.Migration
 	for _, m := range [][]sqlstore.Migration{audit.Migrations(), promptstore.Migrations(), idempotency.Migrations(),
-		release.Migrations(), session.Migrations(), board.Migrations(), webhook.Migrations(), exposure.Migrations()} {
+		release.Migrations(), session.Migrations(), board.Migrations(), webhook.Migrations(), exposure.Migrations(),
+		access.Migrations()} {
 		ms = append(ms, m...)
 	}
 	return ms
@@ -98,6 +100,9 @@ type Options struct {
 	// Exposures configures exposure and outcome recording (metrics, flush
 	// period); New fills in the database and the release service.
 	Exposures exposure.Options
+	// Access configures managed tokens (the bootstrap names it reserves,
+	// limits); New fills in the database, bus and instance.
+	Access access.Options
 }
 
 // Runtime is promptd's domain services over one database. Safe for
@@ -128,6 +133,8 @@ type Runtime struct {
 	// Exposures records exposures (reported, and this process's own
 	// resolves, flushed in batches and at Close) and release outcomes.
 	Exposures *exposure.Service
+	// Access keeps managed tokens; revocations travel on Bus.
+	Access *access.Service
 
 	db     *gorm.DB
 	ownsDB bool
@@ -213,6 +220,12 @@ func New(db *gorm.DB, o Options) *Runtime {
 		xo.Logger = o.Logger
 	}
 	exposures := exposure.New(xo)
+	ao := o.Access
+	ao.DB, ao.Bus, ao.Instance = db, bus, o.Instance
+	if ao.Logger == nil {
+		ao.Logger = o.Logger
+	}
+	tokens := access.New(ao)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -222,11 +235,13 @@ func New(db *gorm.DB, o Options) *Runtime {
 		wg.Go(func() { seq.Run(ctx) })
 		wg.Go(func() { hooks.Run(ctx) })
 		wg.Go(func() { exposures.Run(ctx) }) // its last flush runs after ctx ends
+		wg.Go(func() { tokens.Run(ctx) })
 		wg.Wait()
 	}()
 	return &Runtime{Prompts: store, Releases: releases, Sessions: sessions, Events: batcher, Boards: board.New(bo),
 		Leases:   leases.New(leases.Options{Locker: o.Locker, Keys: o.Keys, Events: batcher}),
-		Resolver: session.Resolver{S: sessions, Next: arm}, Bus: bus, Feed: feed, Webhooks: hooks, Exposures: exposures, db: db, stop: stop, done: done}
+		Resolver: session.Resolver{S: sessions, Next: arm}, Bus: bus, Feed: feed, Webhooks: hooks, Exposures: exposures, Access: tokens,
+		db: db, stop: stop, done: done}
 }
 
 // Open opens the database of cfg, migrates it and builds the services;

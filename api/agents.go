@@ -30,9 +30,22 @@ func (s *Server) handleListAgents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := list[agentResponse]{Items: make([]agentResponse, len(as)), Next: cursor(next)}
-	for i, a := range as {
-		out.Items[i] = agentResponse{Agent: a.Agent, LatestVersion: a.LatestVersion, LatestContentHash: a.LatestContentHash, Envs: a.Envs}
+	out := list[agentResponse]{Items: make([]agentResponse, 0, len(as)), Next: cursor(next)}
+	t := tokenOf(c)
+	for _, a := range as {
+		if !visible(t, a.Agent, "", "") {
+			continue // a scoped token's page may be shorter; next still continues it
+		}
+		envs := a.Envs
+		if !t.Scopes.Unscoped() {
+			envs = map[string]int{}
+			for env, v := range a.Envs {
+				if visible(t, a.Agent, env, "") {
+					envs[env] = v
+				}
+			}
+		}
+		out.Items = append(out.Items, agentResponse{Agent: a.Agent, LatestVersion: a.LatestVersion, LatestContentHash: a.LatestContentHash, Envs: envs})
 	}
 	return s.send(c, http.StatusOK, out)
 }

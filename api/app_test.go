@@ -17,6 +17,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd"
+	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/api"
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
@@ -29,6 +30,7 @@ import (
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/session"
 	"github.com/promptd/promptd/sqlstore"
+	"github.com/promptd/promptd/webhook"
 )
 
 // Test tokens: "ops" is an admin, "agent" a runtime.
@@ -48,6 +50,8 @@ func migrations() []sqlstore.Migration {
 	ms = append(ms, session.Migrations()...)
 	ms = append(ms, board.Migrations()...)
 	ms = append(ms, exposure.Migrations()...)
+	ms = append(ms, access.Migrations()...)
+	ms = append(ms, webhook.Migrations()...)
 	return append(ms, idempotency.Migrations()...)
 }
 
@@ -85,7 +89,7 @@ func newAppWith(t *testing.T, db *gorm.DB, o promptstore.Options, mod ...func(*a
 		locker = locks.NewMemory(locks.Options{Holder: o.Instance})
 	}
 	rt := promptd.New(db, promptd.Options{Instance: o.Instance, Logger: logger, Locker: locker, Keys: keys,
-		Prompts: o, EventFlush: 20 * time.Millisecond})
+		Prompts: o, EventFlush: 20 * time.Millisecond, Access: access.Options{Reserved: []string{"ops", "agent"}}})
 	t.Cleanup(func() { _ = rt.Close() })
 	reg := prometheus.NewRegistry()
 	cfg := api.Config{
@@ -104,6 +108,8 @@ func newAppWith(t *testing.T, db *gorm.DB, o promptstore.Options, mod ...func(*a
 		Audit:       func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) { return audit.List(ctx, db, f) },
 		Feed:        rt.Feed,
 		Exposures:   rt.Exposures,
+		Access:      rt.Access,
+		Webhooks:    rt.Webhooks,
 	}
 	for _, m := range mod {
 		m(&cfg)

@@ -3,11 +3,13 @@ package api
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/audit"
 )
 
@@ -60,27 +62,43 @@ type Token struct {
 const (
 	ctxActor     = "promptd.actor"
 	ctxRole      = "promptd.role"
+	ctxToken     = "promptd.token"
 	ctxRequestID = "promptd.request_id"
 )
 
-// authenticate returns the token a request presents, comparing it with
-// every configured token in constant time (no early exit, so the time does
-// not tell which one matched). It compares SHA-256 hashes, as tokenEqual
-// does; the configured secrets were hashed once, in New.
-func (s *Server) authenticate(r *http.Request) (Token, bool) {
+// authenticate returns the token a request presents. The bootstrap set is
+// compared first, with every configured token in constant time (no early
+// exit, so the time does not tell which one matched; SHA-256 hashes, as
+// tokenEqual does, the configured secrets hashed once in New). Anything
+// else is looked up among the managed tokens (access.Service.Authenticate:
+// by the secret's hash, the stored hash compared in constant time). A
+// managed token SQL cannot confirm is 503 store_unavailable.
+func (s *Server) authenticate(r *http.Request) (*access.Token, error) {
 	presented := bearerToken(r)
 	if presented == "" {
-		return Token{}, false
+		return nil, errUnauthorized()
 	}
 	h := sha256.Sum256([]byte(presented))
-	var found Token
-	ok := false
-	for i, t := range s.cfg.Tokens {
+	found := -1
+	for i := range s.bootstrap {
 		if subtle.ConstantTimeCompare(h[:], s.secretHashes[i][:]) == 1 {
-			found, ok = t, true
+			found = i
 		}
 	}
-	return found, ok
+	if found >= 0 {
+		return s.bootstrap[found], nil
+	}
+	if s.cfg.Access == nil {
+		return nil, errUnauthorized()
+	}
+	t, err := s.cfg.Access.Authenticate(r.Context(), presented)
+	switch {
+	case errors.Is(err, access.ErrUnknown):
+		return nil, errUnauthorized()
+	case err != nil:
+		return nil, err
+	}
+	return t, nil
 }
 
 // hashSecrets hashes the configured secrets for authenticate.
@@ -92,6 +110,16 @@ func hashSecrets(tokens []Token) [][sha256.Size]byte {
 	return out
 }
 
+// bootstrapTokens are the configured tokens as the access package shows
+// them: unscoped, never expiring, each its own principal.
+func bootstrapTokens(tokens []Token) []*access.Token {
+	out := make([]*access.Token, len(tokens))
+	for i, t := range tokens {
+		out[i] = &access.Token{Name: t.Name, Role: t.Role, Principal: t.Name, Bootstrap: true}
+	}
+	return out
+}
+
 // require admits requests whose token has role (an admin token has every
 // role): no or unknown token is 401 unauthorized, a runtime token on an
 // admin route 403 forbidden. The token's name becomes the actor of the
@@ -99,12 +127,13 @@ func hashSecrets(tokens []Token) [][sha256.Size]byte {
 func (s *Server) require(role string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			t, ok := s.authenticate(c.Request())
-			if !ok {
-				return errUnauthorized()
+			t, err := s.authenticate(c.Request())
+			if err != nil {
+				return err
 			}
 			c.Set(ctxActor, t.Name)
 			c.Set(ctxRole, t.Role)
+			c.Set(ctxToken, t)
 			if role == RoleAdmin && t.Role != RoleAdmin {
 				return Errorf(CodeForbidden, "token %q (role %s) may not use this route; it needs an admin token", t.Name, t.Role)
 			}
@@ -125,4 +154,10 @@ func actorOf(c echo.Context) string {
 func roleOf(c echo.Context) string {
 	role, _ := c.Get(ctxRole).(string)
 	return role
+}
+
+// tokenOf is the request's token (nil before authentication).
+func tokenOf(c echo.Context) *access.Token {
+	t, _ := c.Get(ctxToken).(*access.Token)
+	return t
 }

@@ -33,9 +33,21 @@ func (s *Server) handleBundle(c echo.Context) error {
 	if q.Envs, err = nameList(c, "envs"); err != nil {
 		return err
 	}
-	// Scopes (package access) plug in here: q.Visible filters what the
-	// token may read, and a named agent or env out of its scope is 403
-	// forbidden before anything is read.
+	// A scoped token: a named agent or env out of its scope is 403 before
+	// anything is read; unnamed ones out of scope are left out.
+	if t := tokenOf(c); t != nil && !t.Scopes.Unscoped() {
+		for _, a := range q.Agents {
+			if err := s.allow(c, a, "", ""); err != nil {
+				return err
+			}
+		}
+		for _, e := range q.Envs {
+			if err := s.allow(c, "", e, ""); err != nil {
+				return err
+			}
+		}
+		q.Visible = func(agent, env string) bool { return visible(t, agent, env, "") }
+	}
 	b, err := rs.Bundle(c.Request().Context(), q)
 	if err != nil {
 		return err

@@ -155,6 +155,11 @@ func (s *Server) handlePutEnv(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if expected != nil { // without a precondition the switch answers 428 itself
+		if handled, err := s.gate(c, actionPointerSwitch, agent, env, req, *expected); handled || err != nil {
+			return err
+		}
+	}
 	ctx := c.Request().Context()
 	e, err := s.cfg.Prompts.SwitchPointer(ctx, promptstore.SwitchInput{
 		Agent: agent, Env: env, Version: *req.Version, ExpectedRevision: expected, Reason: req.Reason})

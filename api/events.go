@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/ident"
@@ -129,10 +130,11 @@ type feedQuery struct {
 	limit  int
 	wait   time.Duration
 	role   string
+	token  *access.Token // a scoped token sees only its scope
 }
 
 func (s *Server) parseFeedQuery(c echo.Context, sse bool) (feedQuery, error) {
-	q := feedQuery{limit: eventsDefaultLimit, wait: eventsDefaultWait, role: roleOf(c)}
+	q := feedQuery{limit: eventsDefaultLimit, wait: eventsDefaultWait, role: roleOf(c), token: tokenOf(c)}
 	if raw := c.QueryParam("actions"); raw != "" {
 		for _, a := range strings.Split(raw, ",") {
 			if !validActionPattern(a) {
@@ -262,6 +264,9 @@ func (s *Server) serveFeed(c echo.Context, sse bool, adjust func(*feedQuery)) er
 	defer cancel()
 	stop := context.AfterFunc(s.closing, cancel)
 	defer stop()
+	if t := tokenOf(c); t != nil && !t.Bootstrap {
+		go s.watchToken(ctx, c.Request(), cancel)
+	}
 	if sse {
 		return s.streamFeed(c, ctx, q, after)
 	}
@@ -283,7 +288,7 @@ func (s *Server) scan(ctx context.Context, q feedQuery, after int64, limit int) 
 				return out, after, nil
 			}
 			after = e.Seq
-			if visibleTo(q.role, e.Action) && q.filter.Match(e) {
+			if visibleTo(q.role, e.Action) && visible(q.token, e.Agent, e.Env, e.Board) && q.filter.Match(e) {
 				out = append(out, e)
 			}
 		}
@@ -394,6 +399,30 @@ func (s *Server) streamFeed(c echo.Context, ctx context.Context, q feedQuery, af
 				return nil
 			}
 			progress = time.Now().Add(progressEvery)
+		}
+	}
+}
+
+// tokenRecheck is how often an open stream or wait of a managed token
+// checks that its token still holds: a revocation (pushed on the bus, or
+// seen when the 1 s cached check is re-read from SQL) or the expiry ends
+// it within about a second.
+const tokenRecheck = 200 * time.Millisecond
+
+// watchToken cancels a stream or wait when its request's token is revoked
+// or expires, or SQL can no longer confirm it; it returns when ctx ends.
+func (s *Server) watchToken(ctx context.Context, r *http.Request, cancel context.CancelFunc) {
+	t := time.NewTicker(tokenRecheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.authenticate(r); err != nil {
+				cancel()
+				return
+			}
 		}
 	}
 }

@@ -2,3 +2,13 @@ package api
 
 // Statuses exposes the code table to the external tests.
 func Statuses() map[string]int { return statuses }
+
+// RouteScopes are the scope decisions of the /v1 routes, by "METHOD
+// path", and the routes registered without one.
+func RouteScopes(s *Server) (map[string]string, []string) {
+	out := map[string]string{}
+	for key, n := range routeNeeds {
+		out[key] = n.kind
+	}
+	return out, s.undecided
+}

@@ -102,8 +102,12 @@ func (s *Server) handleRecordExposures(c echo.Context) error {
 	}); err != nil {
 		return err
 	}
-	// Scopes (package access) plug in here: every item's agent and env
-	// must be in the token's scope.
+	// every item's agent and env in the token's scope
+	for _, it := range items {
+		if err := s.allow(c, it.Agent, it.Env, ""); err != nil {
+			return err
+		}
+	}
 	ctx := onCommit(s, c, http.StatusOK, func(a exposure.Accepted) any { return a })
 	res, err := xs.Record(ctx, items)
 	if err != nil {
@@ -157,7 +161,7 @@ func (s *Server) handleListExposures(c echo.Context) error {
 			return err
 		}
 	}
-	// Scopes plug in here too: an env out of the token's scope is 403.
+	// (the route's scope decision checked the path's agent and env)
 	rows, next, err := xs.List(c.Request().Context(), exposure.ListInput{Agent: agent, Env: env, From: from, To: to, Page: page})
 	if err != nil {
 		return err
@@ -213,7 +217,12 @@ func (s *Server) handleRecordOutcomes(c echo.Context) error {
 	}); err != nil {
 		return err
 	}
-	// Scopes plug in here: every item's agent and env in the token's scope.
+	// every item's agent and env in the token's scope
+	for _, it := range items {
+		if err := s.allow(c, it.Agent, it.Env, ""); err != nil {
+			return err
+		}
+	}
 	ctx := onCommit(s, c, http.StatusOK, func(r exposure.OutcomeResult) any { return r })
 	res, err := xs.RecordOutcomes(ctx, items)
 	if err != nil {

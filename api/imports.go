@@ -123,6 +123,11 @@ func (s *Server) handleImport(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	for _, it := range req.items { // an import needs every item in scope
+		if err := s.allow(c, it.Agent, "", ""); err != nil {
+			return err
+		}
+	}
 	ctx := onCommit(s, c, http.StatusOK, importEntity)
 	res, err := s.cfg.Prompts.Import(ctx, promptstore.ImportInput{Mode: req.Mode, Items: req.items})
 	if err != nil {

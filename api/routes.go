@@ -25,7 +25,7 @@ func (s *Server) routes() {
 	runtime, admin := []echo.MiddlewareFunc{s.require(RoleRuntime), s.domain}, []echo.MiddlewareFunc{s.require(RoleAdmin), s.domain}
 	idempotentAdmin := append(admin[:len(admin):len(admin)], s.idempotent)
 	idempotentRuntime := append(runtime[:len(runtime):len(runtime)], s.idempotent)
-	v1 := composed{s.e.Group("/v1")}
+	v1 := composed{g: s.e.Group("/v1"), s: s, prefix: "/v1"}
 
 	// Prompt versions.
 	v1.GET("/agents", s.handleListAgents, runtime...)
@@ -106,15 +106,114 @@ func (s *Server) routes() {
 	v1.POST("/webhooks/:id/rotate-secret", s.handleRotateSecret, idempotentAdmin...)
 	v1.GET("/webhooks/:id/deliveries", s.handleListDeliveries, admin...)
 	v1.POST("/webhooks/:id/deliveries/:delivery/retry", s.handleRetryDelivery, admin...)
+
+	// Managed tokens (tokens.go).
+	v1.POST("/tokens", s.handleCreateToken, idempotentAdmin...)
+	v1.GET("/tokens", s.handleListTokens, admin...)
+	v1.DELETE("/tokens/:name", s.handleRevokeToken, admin...)
+
+	// Protected envs and change requests (protections.go, change_requests.go).
+	v1.PUT("/protections/:env", s.handlePutProtection, admin...)
+	v1.GET("/change-requests", s.handleListChangeRequests, admin...)
+	v1.GET("/change-requests/:id", s.handleGetChangeRequest, admin...)
+	v1.POST("/change-requests/:id/approve", s.handleApproveChangeRequest, admin...)
+	v1.POST("/change-requests/:id/reject", s.handleRejectChangeRequest, admin...)
+	v1.POST("/change-requests/:id/cancel", s.handleCancelChangeRequest, admin...)
+}
+
+// routeNeeds is what each /v1 route needs of a scoped token (scopes.go).
+// A new route states its decision here; without one it admits unscoped
+// tokens only and the authorization matrix test fails.
+var routeNeeds = map[string]scopeNeed{
+	"GET /v1/agents":                                          inHandler,
+	"POST /v1/agents/:agent/versions":                         agentOnly,
+	"GET /v1/agents/:agent/versions":                          agentOnly,
+	"GET /v1/agents/:agent/versions/:version":                 agentOnly,
+	"GET /v1/agents/:agent/versions/:a/diff/:b":               agentOnly,
+	"GET /v1/agents/:agent/envs/:env":                         agentEnv,
+	"PUT /v1/agents/:agent/envs/:env":                         agentEnv,
+	"POST /v1/agents/:agent/envs/:env/revocations":            agentEnv,
+	"DELETE /v1/agents/:agent/envs/:env/revocations/:version": agentEnv,
+	"GET /v1/agents/:agent/envs/:env/prompt":                  agentEnv,
+	"POST /v1/agents/:agent/envs/:env/assemble":               agentEnv,
+	"POST /v1/agents/:agent/envs/:env/releases":               agentEnv,
+	"GET /v1/agents/:agent/envs/:env/releases":                agentEnv,
+	"GET /v1/releases/:id":                                    byRelease,
+	"PATCH /v1/releases/:id":                                  byRelease,
+	"POST /v1/releases/:id/pause":                             byRelease,
+	"POST /v1/releases/:id/resume":                            byRelease,
+	"POST /v1/releases/:id/promote":                           byRelease,
+	"POST /v1/releases/:id/rollback":                          byRelease,
+	"POST /v1/agents/:agent/envs/:env/rollback":               agentEnv,
+	"POST /v1/sessions":                                       inHandler,
+	"GET /v1/sessions/:id":                                    bySession,
+	"POST /v1/sessions/:id/turns":                             bySession,
+	"PUT /v1/sessions/:id/state/:key":                         bySession,
+	"GET /v1/sessions/:id/state":                              bySession,
+	"POST /v1/sessions/:id/close":                             bySession,
+	"POST /v1/sessions/:id/lease":                             bySession,
+	"POST /v1/sessions/:id/lease/renew":                       bySession,
+	"DELETE /v1/sessions/:id/lease":                           bySession,
+	"POST /v1/leases":                                         unscopedOnly,
+	"POST /v1/leases/:lease_id/renew":                         unscopedOnly,
+	"DELETE /v1/leases/:lease_id":                             unscopedOnly,
+	"PUT /v1/boards/:board":                                   unscopedOnly,
+	"GET /v1/boards/:board":                                   boardOnly,
+	"POST /v1/boards/:board/records":                          boardOnly,
+	"GET /v1/boards/:board/records":                           boardOnly,
+	"GET /v1/boards/:board/records/:id":                       boardOnly,
+	"PATCH /v1/boards/:board/records/:id":                     boardOnly,
+	"POST /v1/boards/:board/claim":                            boardOnly,
+	"POST /v1/boards/:board/records/:id/claim":                boardOnly,
+	"POST /v1/boards/:board/records/:id/heartbeat":            boardOnly,
+	"POST /v1/boards/:board/records/:id/release":              boardOnly,
+	"POST /v1/import":                                         inHandler,
+	"GET /v1/audit":                                           unscopedOnly,
+	"GET /v1/events":                                          inHandler,
+	"GET /v1/boards/:board/changes":                           boardOnly,
+	"POST /v1/webhooks":                                       unscopedOnly,
+	"GET /v1/webhooks":                                        unscopedOnly,
+	"GET /v1/webhooks/:id":                                    unscopedOnly,
+	"PATCH /v1/webhooks/:id":                                  unscopedOnly,
+	"DELETE /v1/webhooks/:id":                                 unscopedOnly,
+	"POST /v1/webhooks/:id/rotate-secret":                     unscopedOnly,
+	"GET /v1/webhooks/:id/deliveries":                         unscopedOnly,
+	"POST /v1/webhooks/:id/deliveries/:delivery/retry":        unscopedOnly,
+	"POST /v1/tokens":                                         unscopedOnly,
+	"GET /v1/tokens":                                          unscopedOnly,
+	"DELETE /v1/tokens/:name":                                 unscopedOnly,
+	"PUT /v1/protections/:env":                                unscopedOnly,
+	"GET /v1/change-requests":                                 inHandler,
+	"GET /v1/change-requests/:id":                             byChangeRequest,
+	"POST /v1/change-requests/:id/approve":                    byChangeRequest,
+	"POST /v1/change-requests/:id/reject":                     byChangeRequest,
+	"POST /v1/change-requests/:id/cancel":                     byChangeRequest,
+	"GET /v1/bundle":                                          inHandler,
+	"POST /v1/exposures":                                      inHandler,
+	"GET /v1/agents/:agent/envs/:env/exposures":               agentEnv,
+	"POST /v1/outcomes":                                       inHandler,
 }
 
 // composed registers routes with their middleware composed once, at
 // registration: Echo's own route middleware is applied anew on every
 // request (a closure per middleware per request). Same order: the first
 // middleware runs first.
-type composed struct{ g *echo.Group }
+// The route's scope decision (routeNeeds) runs last, after the token's
+// role check.
+type composed struct {
+	g      *echo.Group
+	s      *Server
+	prefix string
+}
 
 func (r composed) add(method, path string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+	key := method + " " + r.prefix + path
+	need, ok := routeNeeds[key]
+	if !ok {
+		need = unscopedOnly
+		r.s.undecided = append(r.s.undecided, key)
+	}
+	h = r.s.scoped(need, h)
 	for i := len(mw) - 1; i >= 0; i-- {
 		h = mw[i](h)
 	}

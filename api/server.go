@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/board"
@@ -50,6 +51,9 @@ type Config struct {
 
 	// Tokens are the bearer tokens the /v1 routes accept (PROMPTD_TOKENS).
 	Tokens []Token
+	// Access keeps the managed tokens (/v1/tokens), accepted beside
+	// Tokens; nil: only Tokens, and the token routes answer 500 internal.
+	Access *access.Service
 	// Prompts is the prompt store behind the /v1 routes.
 	Prompts *promptstore.Store
 	// Resolver decides who gets which version (cmd composes session pin ->
@@ -164,6 +168,11 @@ type Server struct {
 	answers *answerCache
 	// secretHashes are the SHA-256 of cfg.Tokens' secrets, by index.
 	secretHashes [][32]byte
+	bootstrap    []*access.Token
+	// needs are the scope decisions of the /v1 routes, by "METHOD path";
+	// undecided lists the routes registered without one (scopes.go).
+	needs     map[string]scopeNeed
+	undecided []string
 	// streams counts open event streams per token; closing ends them at
 	// Shutdown.
 	streams  *streamSlots
@@ -223,8 +232,8 @@ func New(cfg Config) *Server {
 
 	s := &Server{e: e, cfg: cfg, log: cfg.Logger, metrics: newHTTPMetrics(cfg.Registerer),
 		limits: map[string]int64{"/v1/import": cfg.ImportMaxBytes}, answers: newAnswerCache(answerCacheBytes),
-		secretHashes: hashSecrets(cfg.Tokens),
-		streams:      &streamSlots{open: map[string]int{}, limit: cmp.Or(cfg.StreamsPerToken, DefaultStreamsPerToken)}}
+		secretHashes: hashSecrets(cfg.Tokens), bootstrap: bootstrapTokens(cfg.Tokens),
+		streams: &streamSlots{open: map[string]int{}, limit: cmp.Or(cfg.StreamsPerToken, DefaultStreamsPerToken)}}
 	s.closing, s.closeAll = context.WithCancel(context.Background())
 	e.HTTPErrorHandler = s.handleError
 	if telemetry.Enabled() { // off: not even the middleware's call

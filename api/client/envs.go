@@ -65,9 +65,12 @@ type PutEnvRequest struct {
 // ErrRevisionConflict with CurrentRevision; an active release
 // ErrReleaseActive; a revoked version ErrVersionRevoked.
 func (c *Client) PutEnv(ctx context.Context, agent, env string, req PutEnvRequest) (*Env, error) {
-	var e Env
-	_, err := c.do(ctx, call{method: http.MethodPut, path: envPath(agent, env), body: req}, &e)
-	return ret(&e, err)
+	var raw []byte
+	resp, err := c.do(ctx, call{method: http.MethodPut, path: envPath(agent, env), body: req}, &raw)
+	if err != nil {
+		return nil, err
+	}
+	return decodeOrPending[Env](resp, raw)
 }
 
 // Revoke stops serving version in env (admin); the version the pointer

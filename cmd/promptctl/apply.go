@@ -267,6 +267,7 @@ func (a *app) switchEnvs(items []*planItem, env string) {
 		it.Env = sw
 		cur, err := a.c.GetEnv(a.ctx, it.Agent, env)
 		var pe *client.Error
+		var pending *client.PendingError
 		switch {
 		case err == nil:
 			sw.From, sw.Revision = cur.Version, cur.Revision
@@ -284,6 +285,8 @@ func (a *app) switchEnvs(items []*planItem, env string) {
 		switch {
 		case err == nil:
 			sw.Result, sw.Revision = "switched", e.Revision
+		case errors.As(err, &pending):
+			sw.Result, sw.Detail = "pending approval", "change request "+pending.ChangeRequest.ID+" (promptctl approvals show "+pending.ChangeRequest.ID+")"
 		case errors.As(err, &pe) && isConflict(pe):
 			sw.Result, sw.Detail = stConflict, describe(pe)
 		default:

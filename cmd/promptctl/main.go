@@ -60,17 +60,19 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"apply":    {"apply -f DIR|FILE [--atomic] [--env ENV] [--message M] [--dry-run]", runApply},
-	"agents":   {"agents", runAgents},
-	"versions": {"versions AGENT", runVersions},
-	"get":      {"get AGENT VERSION", runGet},
-	"diff":     {"diff AGENT A B", runDiff},
-	"envs":     {"envs AGENT [ENV]", runEnvs},
-	"rollback": {"rollback AGENT ENV [--to V] [--reason R]", runRollback},
-	"release":  {releaseUsage, runRelease},
-	"sessions": {"sessions get ID", runSessions},
-	"events":   {eventsUsage, runEvents},
-	"audit":    {"audit [--agent A] [--env E] [--session S] [--action X] [--since ID] [--limit N]", runAudit},
+	"apply":     {"apply -f DIR|FILE [--atomic] [--env ENV] [--message M] [--dry-run]", runApply},
+	"agents":    {"agents", runAgents},
+	"versions":  {"versions AGENT", runVersions},
+	"get":       {"get AGENT VERSION", runGet},
+	"diff":      {"diff AGENT A B", runDiff},
+	"envs":      {"envs AGENT [ENV]", runEnvs},
+	"rollback":  {"rollback AGENT ENV [--to V] [--reason R]", runRollback},
+	"release":   {releaseUsage, runRelease},
+	"sessions":  {"sessions get ID", runSessions},
+	"events":    {eventsUsage, runEvents},
+	"audit":     {"audit [--agent A] [--env E] [--session S] [--action X] [--since ID] [--limit N]", runAudit},
+	"tokens":    {tokensUsage, runTokens},
+	"approvals": {approvalsUsage, runApprovals},
 }
 
 // run is promptctl: args without the program name; the exit status.

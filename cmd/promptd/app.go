@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd"
+	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/api"
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
@@ -131,6 +132,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Etcd: etcdBus, EtcdTimeout: cfg.Etcd.Timeout,
 		EventRetention: cfg.EventRetention, FeedMetrics: feedMetrics, Webhooks: hooks,
 		Exposures: exposure.Options{Metrics: exposure.NewMetrics(m.registry, cfg.ExposureSeriesMax)},
+		Access: access.Options{Reserved: tokenNames(tokens)},
 		Prompts: promptstore.Options{
 			Metrics: promptstore.NewMetrics(m.registry),
 			Limits: promptstore.Limits{AssembleMaxBytes: cfg.AssembleMaxBytes, MaxHistoryTurns: int(cfg.AssembleMaxHistoryTurns),
@@ -155,7 +157,7 @@ func (m *Main) Open(ctx context.Context) error {
 	scheduleJobs(m.jobs, jobDeps{db: m.db, store: m.store, idem: idem, releases: m.releases, sessions: m.sessions,
 		boards: m.rt.Boards, auditRetention: cfg.AuditRetention,
 		webhooks: m.rt.Webhooks, deliveryRetention: cfg.WebhookDeliveryRetention, exposures: m.rt.Exposures,
-		guardEvery: cfg.GuardEvery},
+		guardEvery: cfg.GuardEvery, access: m.rt.Access},
 		cfg.ReconcileEvery, m.Logger)
 	m.jobs.start()
 
@@ -185,6 +187,7 @@ func (m *Main) Open(ctx context.Context) error {
 		FeedMetrics:     feedMetrics,
 		StreamsPerToken: cfg.StreamsPerToken,
 		Webhooks:        m.rt.Webhooks,
+		Access:          m.rt.Access,
 
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
@@ -199,6 +202,15 @@ func (m *Main) Open(ctx context.Context) error {
 	m.ln = ln
 	go func() { m.served <- m.server.Serve(ln) }()
 	return nil
+}
+
+// tokenNames are the bootstrap names no managed token may take.
+func tokenNames(ts []api.Token) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Name
+	}
+	return out
 }
 
 // tokens are the configured tokens, or in embedded mode (no

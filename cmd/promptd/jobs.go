@@ -9,6 +9,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"gorm.io/gorm"
 
+	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/board"
@@ -131,6 +132,7 @@ type jobDeps struct {
 	boards         *board.Service
 	auditRetention time.Duration // PROMPTD_AUDIT_RETENTION
 	webhooks       *webhook.Service
+	access         *access.Service
 	// deliveryRetention: PROMPTD_WEBHOOK_DELIVERY_RETENTION
 	deliveryRetention time.Duration
 	// exposures: outcome ids past their dedupe window are forgotten.
@@ -165,6 +167,16 @@ func scheduleJobs(s *scheduler, d jobDeps, reconcileEvery time.Duration, log *sl
 	if d.exposures != nil {
 		s.singleton("outcome-dedupe-sweep", idempotencySweepEvery, func(ctx context.Context) error {
 			_, err := d.exposures.Sweep(ctx, 10000)
+			return err
+		})
+	}
+	// Change requests past their 24 h are marked expired (and audited).
+	if d.access != nil {
+		s.singleton("change-request-expiry", time.Minute, func(ctx context.Context) error {
+			n, err := d.access.ExpireRequests(ctx)
+			if n > 0 {
+				log.Info("expired change requests", "expired", n)
+			}
 			return err
 		})
 	}

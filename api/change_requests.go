@@ -1,0 +1,231 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+	"gorm.io/gorm"
+
+	"github.com/promptd/promptd/access"
+	"github.com/promptd/promptd/ident"
+	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/sqlstore"
+)
+
+// Gated actions (API.md, Protected envs); each has an applier below.
+const actionPointerSwitch = "pointer.switch"
+
+// gate makes a gated write in a protected env a change request: it
+// answers 202 with the request (handled true), or lets the write go ahead
+// (handled false). target is the write's precondition.
+func (s *Server) gate(c echo.Context, action, agent, env string, request any, target int64) (handled bool, err error) {
+	if s.cfg.Access == nil {
+		return false, nil
+	}
+	cr, err := s.cfg.Access.Gate(c.Request().Context(), tokenOf(c), action, agent, env, request, target)
+	if err != nil || cr == nil {
+		return false, err
+	}
+	c.Response().Header().Set("Location", "/v1/change-requests/"+cr.ID)
+	return true, s.send(c, http.StatusAccepted, map[string]any{"change_request": changeRequestBody(cr)})
+}
+
+// changeRequestResponse is a change request as the API shows it.
+type changeRequestResponse struct {
+	ID             string          `json:"id"`
+	State          string          `json:"state"`
+	Action         string          `json:"action"`
+	Agent          string          `json:"agent"`
+	Env            string          `json:"env"`
+	Request        json.RawMessage `json:"request"`
+	TargetRevision int64           `json:"target_revision"`
+	RequestedBy    string          `json:"requested_by"`
+	RequestedToken string          `json:"requested_token"`
+	Approvals      []string        `json:"approvals"`
+	Needed         int             `json:"approvals_needed"`
+	Problem        json.RawMessage `json:"problem"`
+	Revision       int64           `json:"revision"`
+	CreatedAt      timestamp       `json:"created_at"`
+	ExpiresAt      timestamp       `json:"expires_at"`
+}
+
+func changeRequestBody(cr *access.ChangeRequest) changeRequestResponse {
+	return changeRequestResponse{ID: cr.ID, State: cr.State, Action: cr.Action, Agent: cr.Agent, Env: cr.Env, Request: cr.Request,
+		TargetRevision: cr.TargetRevision, RequestedBy: cr.RequestedBy, RequestedToken: cr.RequestedToken, Approvals: cr.Approvals,
+		Needed: cr.Needed, Problem: cr.Problem, Revision: cr.Revision, CreatedAt: timestamp(cr.CreatedAt), ExpiresAt: timestamp(cr.ExpiresAt)}
+}
+
+// byChangeRequest: the scope of a change request route is its request's
+// agent and env.
+var byChangeRequest = scopeNeed{kind: needLookup, of: func(s *Server, c echo.Context) (string, string, error) {
+	if s.cfg.Access == nil {
+		return "", "", errNoService
+	}
+	cr, err := s.cfg.Access.ChangeRequest(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return "", "", err
+	}
+	return cr.Agent, cr.Env, nil
+}}
+
+// apply is the Applier of every gated action.
+func (s *Server) apply(ctx context.Context, cr *access.ChangeRequest, commit func(tx *gorm.DB) error) error {
+	switch cr.Action {
+	case actionPointerSwitch:
+		var req putEnvRequest
+		if err := json.Unmarshal(cr.Request, &req); err != nil || req.Version == nil {
+			return errors.New("api: unreadable change request")
+		}
+		ctx = sqlstore.OnCommit(ctx, func(_ context.Context, tx *gorm.DB, _ *promptstore.Env) error { return commit(tx) })
+		target := cr.TargetRevision
+		_, err := s.cfg.Prompts.SwitchPointer(ctx, promptstore.SwitchInput{Agent: cr.Agent, Env: cr.Env, Version: *req.Version,
+			ExpectedRevision: &target, Reason: req.Reason})
+		return err
+	}
+	return errors.New("api: unknown change request action " + cr.Action)
+}
+
+// problemJSON is the problem a failed change request records.
+func problemJSON(err error) any {
+	p := problemFor(err)
+	out := map[string]any{"code": p.Code, "status": p.Status(), "detail": p.Detail}
+	for k, v := range p.Fields {
+		out[k] = v
+	}
+	return out
+}
+
+func (s *Server) changeRequestOf(c echo.Context) (*access.Service, string, error) {
+	as, err := s.tokens()
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := param(c, "id")
+	if err != nil {
+		return nil, "", err
+	}
+	return as, id, ident.Validate("id", id)
+}
+
+// handleApproveChangeRequest: POST /v1/change-requests/{id}/approve.
+func (s *Server) handleApproveChangeRequest(c echo.Context) error {
+	as, id, err := s.changeRequestOf(c)
+	if err != nil {
+		return err
+	}
+	cr, err := as.Approve(c.Request().Context(), id, tokenOf(c), s.apply, problemJSON)
+	if err != nil {
+		return err
+	}
+	return s.send(c, http.StatusOK, changeRequestBody(cr))
+}
+
+// handleRejectChangeRequest: POST /v1/change-requests/{id}/reject.
+func (s *Server) handleRejectChangeRequest(c echo.Context) error {
+	as, id, err := s.changeRequestOf(c)
+	if err != nil {
+		return err
+	}
+	cr, err := as.Reject(c.Request().Context(), id, tokenOf(c))
+	if err != nil {
+		return err
+	}
+	return s.send(c, http.StatusOK, changeRequestBody(cr))
+}
+
+// handleCancelChangeRequest: POST /v1/change-requests/{id}/cancel.
+func (s *Server) handleCancelChangeRequest(c echo.Context) error {
+	as, id, err := s.changeRequestOf(c)
+	if err != nil {
+		return err
+	}
+	cr, err := as.Cancel(c.Request().Context(), id, tokenOf(c))
+	if err != nil {
+		return err
+	}
+	return s.send(c, http.StatusOK, changeRequestBody(cr))
+}
+
+// handleGetChangeRequest: GET /v1/change-requests/{id}.
+func (s *Server) handleGetChangeRequest(c echo.Context) error {
+	as, id, err := s.changeRequestOf(c)
+	if err != nil {
+		return err
+	}
+	cr, err := as.ChangeRequest(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return s.send(c, http.StatusOK, changeRequestBody(cr))
+}
+
+// handleListChangeRequests: GET /v1/change-requests?state=&agent=&env=.
+func (s *Server) handleListChangeRequests(c echo.Context) error {
+	as, err := s.tokens()
+	if err != nil {
+		return err
+	}
+	page, err := pageOf(c)
+	if err != nil {
+		return err
+	}
+	f := access.ListFilter{State: c.QueryParam("state"), Agent: c.QueryParam("agent"), Env: c.QueryParam("env"), Limit: page.Limit}
+	switch f.State {
+	case "", access.Pending, access.Applied, access.Failed, access.Rejected, access.Expired, access.Cancelled:
+	default:
+		return invalidField("state", "state is pending, applied, failed, rejected, expired or cancelled")
+	}
+	for name, v := range map[string]string{"agent": f.Agent, "env": f.Env} {
+		if v != "" {
+			if err := ident.Validate(name, v); err != nil {
+				return err
+			}
+		}
+	}
+	if page.Cursor != "" {
+		n, ok := positive(page.Cursor, 1<<62)
+		if !ok || n == 0 {
+			return invalidField("cursor", "cursor must be the next value of a previous page")
+		}
+		f.Cursor = int64(n)
+	}
+	crs, next, err := as.ChangeRequests(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	t := tokenOf(c)
+	out := list[changeRequestResponse]{Items: []changeRequestResponse{}}
+	for _, cr := range crs {
+		if visible(t, cr.Agent, cr.Env, "") {
+			out.Items = append(out.Items, changeRequestBody(cr))
+		}
+	}
+	if next > 0 {
+		out.Next = cursor(strconv.FormatInt(next, 10))
+	}
+	return s.send(c, http.StatusOK, out)
+}
+
+// changeProblem maps the errors of protections and change requests (nil
+// for any other).
+func changeProblem(err error) *Error {
+	var closed *access.ClosedError
+	switch {
+	case errors.As(err, new(*Error)):
+		return nil
+	case errors.As(err, &closed):
+		return (&Error{Code: "change_request_closed", Detail: "the change request is " + closed.State + ", no longer pending", Err: err}).
+			With("state", closed.State)
+	case errors.Is(err, access.ErrRequestNotFound):
+		return &Error{Code: "change_request_not_found", Detail: "no such change request", Err: err}
+	case errors.Is(err, access.ErrSelfApproval):
+		return &Error{Code: "self_approval", Detail: "a change request is approved by principals other than its requester's", Err: err}
+	case errors.Is(err, access.ErrNotApprover), errors.Is(err, access.ErrAlreadyApproved), errors.Is(err, access.ErrNotRequester):
+		return &Error{Code: CodeForbidden, Detail: err.Error()[len("access: "):], Err: err}
+	}
+	return nil
+}

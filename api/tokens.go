@@ -1,0 +1,179 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/promptd/promptd/access"
+)
+
+// tokenResponse is a managed token as the API shows it: never its secret
+// or hash.
+type tokenResponse struct {
+	ID         string         `json:"id"`
+	Name       string         `json:"name"`
+	Role       string         `json:"role"`
+	Scopes     *access.Scopes `json:"scopes"`
+	Principal  string         `json:"principal"`
+	CreatedBy  string         `json:"created_by"`
+	CreatedAt  timestamp      `json:"created_at"`
+	ExpiresAt  *timestamp     `json:"expires_at"`
+	RevokedAt  *timestamp     `json:"revoked_at"`
+	LastUsedAt *timestamp     `json:"last_used_at"`
+}
+
+// tokenWithSecret is the answer of a create: "secret" is always present
+// (null in a stored Idempotency-Key outcome).
+type tokenWithSecret struct {
+	tokenResponse
+	Secret         *string `json:"secret"`
+	SecretRedacted bool    `json:"secret_redacted"`
+}
+
+func optTime(t *time.Time) *timestamp {
+	if t == nil {
+		return nil
+	}
+	ts := timestamp(*t)
+	return &ts
+}
+
+func tokenBody(t *access.Token) tokenResponse {
+	return tokenResponse{ID: t.ID, Name: t.Name, Role: t.Role, Scopes: t.Scopes, Principal: t.Principal, CreatedBy: t.CreatedBy,
+		CreatedAt: timestamp(t.CreatedAt), ExpiresAt: optTime(t.ExpiresAt), RevokedAt: optTime(t.RevokedAt), LastUsedAt: optTime(t.LastUsed)}
+}
+
+func redactedToken(t *access.WithSecret) any {
+	return tokenWithSecret{tokenResponse: tokenBody(t.Token), SecretRedacted: true}
+}
+
+func (s *Server) tokens() (*access.Service, error) {
+	if s.cfg.Access == nil {
+		return nil, errNoService
+	}
+	return s.cfg.Access, nil
+}
+
+// createTokenRequest is the body of POST /v1/tokens.
+type createTokenRequest struct {
+	Name      *string        `json:"name"`
+	Role      *string        `json:"role"`
+	Scopes    *access.Scopes `json:"scopes"`
+	ExpiresAt *string        `json:"expires_at"`
+}
+
+// handleCreateToken: POST /v1/tokens.
+func (s *Server) handleCreateToken(c echo.Context) error {
+	ts, err := s.tokens()
+	if err != nil {
+		return err
+	}
+	var req createTokenRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if req.Name == nil {
+		return invalidField("name", "name is required")
+	}
+	if req.Role == nil {
+		return invalidField("role", "role is required: admin or runtime")
+	}
+	in := access.CreateInput{Name: *req.Name, Role: *req.Role, Scopes: req.Scopes}
+	if req.ExpiresAt != nil {
+		at, err := time.Parse(time.RFC3339Nano, *req.ExpiresAt)
+		if err != nil {
+			return invalidField("expires_at", "expires_at is an RFC 3339 time")
+		}
+		in.ExpiresAt = &at
+	}
+	ctx := onCommit(s, c, http.StatusCreated, redactedToken)
+	t, err := ts.Create(ctx, tokenOf(c), in)
+	if err != nil {
+		return err
+	}
+	// The answer holds the secret, also when the write recorded its
+	// (redacted) outcome for an Idempotency-Key: not s.send, which would
+	// answer that outcome.
+	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
+	b, err := encodeJSON(tokenWithSecret{tokenResponse: tokenBody(t.Token), Secret: &t.Secret})
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusCreated, echo.MIMEApplicationJSON, b)
+}
+
+// handleListTokens: GET /v1/tokens, newest first.
+func (s *Server) handleListTokens(c echo.Context) error {
+	ts, err := s.tokens()
+	if err != nil {
+		return err
+	}
+	page, err := pageOf(c)
+	if err != nil {
+		return err
+	}
+	var after int64
+	if page.Cursor != "" {
+		n, ok := positive(page.Cursor, 1<<62)
+		if !ok || n == 0 {
+			return invalidField("cursor", "cursor must be the next value of a previous page")
+		}
+		after = int64(n)
+	}
+	toks, next, err := ts.List(c.Request().Context(), after, page.Limit)
+	if err != nil {
+		return err
+	}
+	out := list[tokenResponse]{Items: make([]tokenResponse, len(toks))}
+	for i, t := range toks {
+		out.Items[i] = tokenBody(t)
+	}
+	if next > 0 {
+		out.Next = cursor(strconv.FormatInt(next, 10))
+	}
+	return s.send(c, http.StatusOK, out)
+}
+
+// handleRevokeToken: DELETE /v1/tokens/{name}.
+func (s *Server) handleRevokeToken(c echo.Context) error {
+	ts, err := s.tokens()
+	if err != nil {
+		return err
+	}
+	name, err := param(c, "name")
+	if err != nil {
+		return err
+	}
+	if _, err := ts.Revoke(c.Request().Context(), name); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// accessProblem maps the access package's errors (nil for any other).
+func accessProblem(err error) *Error {
+	if p := changeProblem(err); p != nil {
+		return p
+	}
+	var wider *access.WiderError
+	switch {
+	case errors.As(err, new(*Error)):
+		return nil
+	case errors.As(err, &wider):
+		return errOutOfScope(wider.Scope, "a token may not be wider than its creator: its "+wider.Scope+" would be")
+	case errors.Is(err, access.ErrNotFound):
+		return &Error{Code: "token_not_found", Detail: "no such managed token", Err: err}
+	case errors.Is(err, access.ErrExists):
+		return &Error{Code: "token_exists", Detail: "a token with this name exists or existed; names are never reused", Err: err}
+	case errors.Is(err, access.ErrBootstrap):
+		return &Error{Code: "token_bootstrap", Detail: "a PROMPTD_TOKENS token is revoked by removing it from the configuration", Err: err}
+	case errors.Is(err, access.ErrUnavailable):
+		return (&Error{Code: CodeStoreUnavailable, Detail: "the database cannot confirm this token; retry later", Err: err}).
+			With("store", "sql").WithHeader("Retry-After", "1")
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/promptd/promptd/api/client"
+)
+
+const tokensUsage = "tokens create NAME --role admin|runtime [--agents a,b*] [--envs e] [--boards b] [--expires 720h] | tokens list | tokens revoke NAME"
+
+func runTokens(a *app, args []string) error {
+	if len(args) == 0 {
+		return usageError{"tokens needs a subcommand: create, list or revoke"}
+	}
+	switch args[0] {
+	case "create":
+		return runTokensCreate(a, args[1:])
+	case "list":
+		if _, err := a.parse(a.flags("tokens list"), args[1:], 0, 0); err != nil {
+			return err
+		}
+		p, err := a.c.ListTokens(a.ctx, client.ListOptions{Limit: 500})
+		if err != nil {
+			return err
+		}
+		return a.show(p, []string{"NAME", "ID", "ROLE", "SCOPES", "PRINCIPAL", "EXPIRES", "LAST USED", "REVOKED"}, func() [][]string {
+			rows := make([][]string, len(p.Items))
+			for i, t := range p.Items {
+				rows[i] = []string{t.Name, t.ID, t.Role, scopeList(t.Scopes), t.Principal, optWhen(t.ExpiresAt), optWhen(t.LastUsedAt), optWhen(t.RevokedAt)}
+			}
+			return rows
+		})
+	case "revoke":
+		pos, err := a.parse(a.flags("tokens revoke"), args[1:], 1, 1)
+		if err != nil {
+			return err
+		}
+		if err := a.c.RevokeToken(a.ctx, pos[0]); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stdout, "revoked token %s: every instance refuses it within a second\n", pos[0])
+		return nil
+	}
+	return usageError{fmt.Sprintf("unknown tokens subcommand %q", args[0])}
+}
+
+func runTokensCreate(a *app, args []string) error {
+	fs := a.flags("tokens create")
+	role := fs.String("role", "", "admin or runtime")
+	agents := fs.String("agents", "", "agents the token may reach (names or prefixes ending in *); omitted: all, \"-\": none")
+	envs := fs.String("envs", "", "envs the token may reach; omitted: all, \"-\": none")
+	boards := fs.String("boards", "", "boards the token may reach; omitted: all, \"-\": none")
+	expires := fs.Duration("expires", 0, "lifetime, at most a year (8784h); 0: no expiry")
+	pos, err := a.parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if *role == "" {
+		return usageError{"tokens create needs --role admin or --role runtime"}
+	}
+	req := client.CreateTokenRequest{Name: pos[0], Role: *role}
+	if *agents != "" || *envs != "" || *boards != "" {
+		req.Scopes = &client.Scopes{Agents: patterns(*agents), Envs: patterns(*envs), Boards: patterns(*boards)}
+	}
+	if *expires > 0 {
+		at := time.Now().Add(*expires).UTC()
+		req.ExpiresAt = &at
+	}
+	t, err := a.c.CreateToken(a.ctx, req)
+	if err != nil {
+		return err
+	}
+	if a.output == "json" {
+		return a.printJSON(t)
+	}
+	secret := "(redacted: this was a replay)"
+	if t.Secret != nil {
+		secret = *t.Secret
+	}
+	fmt.Fprintf(a.stdout, "created token %s (%s, %s); its secret, shown this once:\n%s\n", t.Name, t.ID, t.Role, secret)
+	return nil
+}
+
+// patterns is a --agents style list: "" means all (nil), "-" none.
+func patterns(s string) []string {
+	switch s {
+	case "":
+		return nil
+	case "-":
+		return []string{}
+	}
+	return strings.Split(s, ",")
+}
+
+func scopeList(s *client.Scopes) string {
+	if s == nil {
+		return "-"
+	}
+	var parts []string
+	for _, l := range []struct {
+		name string
+		v    []string
+	}{{"agents", s.Agents}, {"envs", s.Envs}, {"boards", s.Boards}} {
+		if l.v != nil {
+			parts = append(parts, l.name+"="+strings.Join(l.v, ","))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func optWhen(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return when(*t)
+}
