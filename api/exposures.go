@@ -96,17 +96,14 @@ func (s *Server) handleRecordExposures(c echo.Context) error {
 		if err != nil {
 			return err
 		}
+		if err := s.allow(c, it.Agent, it.Env, ""); err != nil { // the token's scope
+			return err
+		}
 		items = append(items, exposure.Item{Agent: it.Agent, Env: it.Env, Version: it.Version, ReleaseID: it.ReleaseID,
 			Arm: it.Arm, Count: it.Count, At: at})
 		return nil
 	}); err != nil {
 		return err
-	}
-	// every item's agent and env in the token's scope
-	for _, it := range items {
-		if err := s.allow(c, it.Agent, it.Env, ""); err != nil {
-			return err
-		}
 	}
 	ctx := onCommit(s, c, http.StatusOK, func(a exposure.Accepted) any { return a })
 	res, err := xs.Record(ctx, items)
@@ -211,17 +208,14 @@ func (s *Server) handleRecordOutcomes(c echo.Context) error {
 		if err != nil {
 			return err
 		}
+		if err := s.allow(c, it.Agent, it.Env, ""); err != nil { // the token's scope
+			return err
+		}
 		items = append(items, exposure.Outcome{OutcomeID: it.OutcomeID, Agent: it.Agent, Env: it.Env, ReleaseID: it.ReleaseID,
 			Arm: it.Arm, Version: it.Version, Reason: it.Reason, Success: *it.Success, Score: it.Score, LatencyMs: it.LatencyMs, At: at})
 		return nil
 	}); err != nil {
 		return err
-	}
-	// every item's agent and env in the token's scope
-	for _, it := range items {
-		if err := s.allow(c, it.Agent, it.Env, ""); err != nil {
-			return err
-		}
 	}
 	ctx := onCommit(s, c, http.StatusOK, func(r exposure.OutcomeResult) any { return r })
 	res, err := xs.RecordOutcomes(ctx, items)
