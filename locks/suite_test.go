@@ -337,7 +337,9 @@ func runSuite(t *testing.T, mk func(t *testing.T, prefix string) (locks.Backend,
 	t.Run("Keepalive_holdsForTenTTLs", func(t *testing.T) {
 		w := w(t)
 		k := w.key(t, "r1")
-		ttl := 150 * time.Millisecond
+		// long enough that a loaded CI machine's scheduling pauses (the
+		// keepalive renews every ttl/3) do not pass for a keepalive bug
+		ttl := 600 * time.Millisecond
 		l, err := w.a.Acquire(ctxT(t), k, ttl)
 		if err != nil {
 			t.Fatal(err)
