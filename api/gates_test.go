@@ -1,0 +1,268 @@
+package api_test
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/promptd/promptd/internal/testenv"
+)
+
+// gatedWrite is one write API.md gates in a protected env. setup prepares
+// agent's env (unprotected yet) and returns what the write names (a
+// release id, or ""); move changes the write's target with an ungated
+// write.
+type gatedWrite struct {
+	setup   func(a *app, agent, env string) string
+	write   func(a *app, agent, env, ref string) *httptest.ResponseRecorder
+	applied func(a *app, agent, env, ref string) bool
+	move    func(a *app, agent, env, ref string)
+}
+
+// checkGated: in an unprotected env the write goes ahead; in a protected
+// one it answers 202 with a pending change request, applied once by
+// another principal's approval; when its target moved meanwhile the
+// approval marks it failed with revision_conflict and nothing is applied.
+func checkGated(t *testing.T, g gatedWrite) {
+	testenv.ForEachDialect(t, migrations(), func(t *testing.T, db *gorm.DB) {
+		a := newApp(t, db, withLeads)
+		refs := map[string]string{}
+		for _, agent := range []string{"gated-free", "gated-applied", "gated-moved"} {
+			for i := range 3 {
+				a.createVersion(agent, i, fmt.Sprintf("v%d", i+1))
+			}
+			env := "prod"
+			if agent == "gated-free" {
+				env = "staging"
+			}
+			refs[agent] = g.setup(a, agent, env)
+		}
+		a.ok(a.do("PUT", "/v1/protections/prod", admin, `{"approvals": 1}`), 200)
+
+		if rec := g.write(a, "gated-free", "staging", refs["gated-free"]); rec.Code/100 != 2 || rec.Code == 202 {
+			t.Fatalf("unprotected env: status %d, body %s", rec.Code, rec.Body)
+		}
+		if !g.applied(a, "gated-free", "staging", refs["gated-free"]) {
+			t.Fatal("unprotected env: the write did not apply")
+		}
+
+		agent, ref := "gated-applied", refs["gated-applied"]
+		rec := g.write(a, agent, "prod", ref)
+		cr := a.ok(rec, 202)["change_request"].(map[string]any)
+		id := cr["id"].(string)
+		if cr["state"] != "pending" || rec.Header().Get("Location") != "/v1/change-requests/"+id {
+			t.Fatalf("change request = %v (Location %q)", cr, rec.Header().Get("Location"))
+		}
+		if g.applied(a, agent, "prod", ref) {
+			t.Fatal("a gated write applied before its approval")
+		}
+		problem(t, a.do("POST", "/v1/change-requests/"+id+"/approve", admin, ""), 403, "self_approval")
+		got := a.ok(a.do("POST", "/v1/change-requests/"+id+"/approve", lead, ""), 200)
+		if got["state"] != "applied" || !g.applied(a, agent, "prod", ref) {
+			t.Fatalf("after the approval: %v (applied %v)", got, g.applied(a, agent, "prod", ref))
+		}
+		problem(t, a.do("POST", "/v1/change-requests/"+id+"/approve", lead2, ""), 409, "change_request_closed")
+		var n int64
+		a.db.Raw(`SELECT COUNT(*) FROM audit_events WHERE action = 'change_request.applied' AND resource = ?`, "change_request/"+id).Scan(&n)
+		if n != 1 {
+			t.Fatalf("applied %d times", n)
+		}
+
+		agent, ref = "gated-moved", refs["gated-moved"]
+		id = a.ok(g.write(a, agent, "prod", ref), 202)["change_request"].(map[string]any)["id"].(string)
+		g.move(a, agent, "prod", ref)
+		got = a.ok(a.do("POST", "/v1/change-requests/"+id+"/approve", lead, ""), 200)
+		prob, _ := got["problem"].(map[string]any)
+		if got["state"] != "failed" || prob["code"] != "revision_conflict" || g.applied(a, agent, "prod", ref) {
+			t.Fatalf("approval after the target moved: %v (applied %v)", got, g.applied(a, agent, "prod", ref))
+		}
+	})
+}
+
+func envPathOf(agent, env string) string { return "/v1/agents/" + agent + "/envs/" + env }
+
+func (a *app) versionOf(agent, env string) int {
+	var v int
+	a.db.Raw(`SELECT version FROM prompt_env_pointers WHERE agent = ? AND env = ?`, agent, env).Scan(&v)
+	return v
+}
+
+func (a *app) revoked(agent, env string, version int) bool {
+	var n int64
+	a.db.Raw(`SELECT COUNT(*) FROM prompt_revocations WHERE agent = ? AND env = ? AND version = ?`, agent, env, version).Scan(&n)
+	return n > 0
+}
+
+func (a *app) revoke(agent, env string, version int) {
+	a.t.Helper()
+	a.ok(a.do("POST", envPathOf(agent, env)+"/revocations", admin, fmt.Sprintf(`{"version": %d}`, version)), 200)
+}
+
+func (a *app) release(id string) map[string]any {
+	a.t.Helper()
+	return a.ok(a.do("GET", "/v1/releases/"+id, admin, ""), 200)
+}
+
+// releaseIn publishes version 1 in env and starts a release of 2 at 10 %.
+func (a *app) releaseIn(agent, env, extra string) string {
+	a.t.Helper()
+	a.publish(agent, env, 1, 0)
+	rel := a.ok(a.do("POST", envPathOf(agent, env)+"/releases", admin, `{"candidate_version": 2, "percent": 10`+extra+`}`), 201)
+	return rel["id"].(string)
+}
+
+func (a *app) releaseRevision(id string) int64 { return int64(a.release(id)["revision"].(float64)) }
+
+// pauseRelease pauses (never gated): the move of the release-level cases.
+func pauseRelease(a *app, _, _, ref string) {
+	a.ok(a.do("POST", "/v1/releases/"+ref+"/pause", admin, ""), 200)
+}
+
+func TestGate_envRollbackToAnotherVersion_isAChangeRequest(t *testing.T) {
+	checkGated(t, gatedWrite{
+		setup: func(a *app, agent, env string) string {
+			a.publish(agent, env, 1, 0)
+			a.publish(agent, env, 2, a.pointerRevision(agent, env))
+			a.publish(agent, env, 3, a.pointerRevision(agent, env)) // the default target is 2
+			return ""
+		},
+		write: func(a *app, agent, env, _ string) *httptest.ResponseRecorder {
+			return a.do("POST", envPathOf(agent, env)+"/rollback", admin,
+				fmt.Sprintf(`{"to_version": 1, "expected_revision": %d}`, a.pointerRevision(agent, env)))
+		},
+		applied: func(a *app, agent, env, _ string) bool { return a.versionOf(agent, env) == 1 },
+		move:    func(a *app, agent, env, _ string) { a.revoke(agent, env, 2) },
+	})
+}
+
+func TestGate_liftRevocation_isAChangeRequest(t *testing.T) {
+	checkGated(t, gatedWrite{
+		setup: func(a *app, agent, env string) string {
+			a.publish(agent, env, 2, 0)
+			a.revoke(agent, env, 1)
+			return ""
+		},
+		write: func(a *app, agent, env, _ string) *httptest.ResponseRecorder {
+			return a.do("DELETE", envPathOf(agent, env)+"/revocations/1", admin, "")
+		},
+		applied: func(a *app, agent, env, _ string) bool { return !a.revoked(agent, env, 1) },
+		move:    func(a *app, agent, env, _ string) { a.revoke(agent, env, 3) },
+	})
+}
+
+func TestGate_releaseCreate_isAChangeRequestStoringNoRawOverrideIDs(t *testing.T) {
+	releaseOf := func(a *app, agent, env string) string {
+		var id string
+		a.db.Raw(`SELECT id FROM releases WHERE agent = ? AND env = ?`, agent, env).Scan(&id)
+		return id
+	}
+	checkGated(t, gatedWrite{
+		setup: func(a *app, agent, env string) string { a.publish(agent, env, 1, 0); return "" },
+		write: func(a *app, agent, env, _ string) *httptest.ResponseRecorder {
+			rec := a.do("POST", envPathOf(agent, env)+"/releases", admin,
+				`{"candidate_version": 2, "percent": 10, "overrides": {"candidate": ["alice@example.com"]}}`)
+			if strings.Contains(rec.Body.String(), "alice") {
+				a.t.Fatalf("a raw override id in the answer: %s", rec.Body)
+			}
+			return rec
+		},
+		applied: func(a *app, agent, env, _ string) bool {
+			id := releaseOf(a, agent, env)
+			if id == "" {
+				return false
+			}
+			o := a.release(id)["overrides"].(map[string]any)
+			return len(o["candidate"].([]any)) == 1
+		},
+		move: func(a *app, agent, env, _ string) { a.revoke(agent, env, 3) },
+	})
+}
+
+func TestGate_percentIncrease_isAChangeRequest(t *testing.T) {
+	checkGated(t, gatedWrite{
+		setup: func(a *app, agent, env string) string { return a.releaseIn(agent, env, "") },
+		write: func(a *app, _, _, ref string) *httptest.ResponseRecorder {
+			return a.do("PATCH", "/v1/releases/"+ref, admin, fmt.Sprintf(`{"percent": 50, "expected_revision": %d}`, a.releaseRevision(ref)))
+		},
+		applied: func(a *app, _, _, ref string) bool { return a.release(ref)["percent"] == float64(50) },
+		move:    pauseRelease,
+	})
+}
+
+func TestGate_candidateOverridesAdded_isAChangeRequest(t *testing.T) {
+	checkGated(t, gatedWrite{
+		setup: func(a *app, agent, env string) string { return a.releaseIn(agent, env, "") },
+		write: func(a *app, _, _, ref string) *httptest.ResponseRecorder {
+			return a.do("PATCH", "/v1/releases/"+ref, admin,
+				fmt.Sprintf(`{"overrides": {"candidate": ["bob"]}, "expected_revision": %d}`, a.releaseRevision(ref)))
+		},
+		applied: func(a *app, _, _, ref string) bool {
+			o := a.release(ref)["overrides"].(map[string]any)
+			return len(o["candidate"].([]any)) == 1
+		},
+		move: pauseRelease,
+	})
+}
+
+func TestGate_resumeOfAReleaseItsGuardPaused_isAChangeRequest(t *testing.T) {
+	checkGated(t, gatedWrite{
+		setup: func(a *app, agent, env string) string {
+			id := a.releaseIn(agent, env, `, "guard": {"metric": "failure_rate", "max_degradation": 2, "action": "pause"}`)
+			pauseRelease(a, agent, env, id)
+			// What the guard's trip writes with its pause.
+			a.db.Exec(`UPDATE releases SET guard_tripped_at_ms = 1, guard_reason = 'failure rate up' WHERE id = ?`, id)
+			return id
+		},
+		write: func(a *app, _, _, ref string) *httptest.ResponseRecorder {
+			return a.do("POST", "/v1/releases/"+ref+"/resume", admin, "")
+		},
+		applied: func(a *app, _, _, ref string) bool { return a.release(ref)["state"] == "running" },
+		move: func(a *app, _, _, ref string) {
+			a.ok(a.do("PATCH", "/v1/releases/"+ref, admin, fmt.Sprintf(`{"percent": 5, "expected_revision": %d}`, a.releaseRevision(ref))), 200)
+		},
+	})
+}
+
+func TestGate_promote_isAChangeRequest(t *testing.T) {
+	checkGated(t, gatedWrite{
+		setup: func(a *app, agent, env string) string { return a.releaseIn(agent, env, "") },
+		write: func(a *app, _, _, ref string) *httptest.ResponseRecorder {
+			return a.do("POST", "/v1/releases/"+ref+"/promote", admin, "")
+		},
+		applied: func(a *app, agent, env, _ string) bool { return a.versionOf(agent, env) == 2 },
+		move:    pauseRelease,
+	})
+}
+
+func TestGate_pauseRevokeRollbacksAndDecrease_areNeverGated(t *testing.T) {
+	testenv.ForEachDialect(t, migrations(), func(t *testing.T, db *gorm.DB) {
+		a := newApp(t, db, withLeads)
+		for i := range 3 {
+			a.createVersion("support", i, fmt.Sprintf("v%d", i+1))
+		}
+		id := a.releaseIn("support", "prod", "")
+		a.ok(a.do("PUT", "/v1/protections/prod", admin, `{"approvals": 1}`), 200)
+		a.ok(a.do("PATCH", "/v1/releases/"+id, admin, fmt.Sprintf(`{"percent": 5, "expected_revision": %d}`, a.releaseRevision(id))), 200)
+		a.ok(a.do("PATCH", "/v1/releases/"+id, admin, fmt.Sprintf(`{"overrides": {"baseline": ["carol"]}, "expected_revision": %d}`,
+			a.releaseRevision(id))), 200)
+		pauseRelease(a, "", "", id)
+		a.ok(a.do("POST", "/v1/releases/"+id+"/resume", admin, ""), 200) // a person's pause
+		a.ok(a.do("POST", "/v1/releases/"+id+"/rollback", admin, ""), 200)
+		a.revoke("support", "prod", 3)
+		// An env rollback to its default target, named or not.
+		a.db.Exec(`DELETE FROM prompt_revocations WHERE agent = 'support' AND env = 'prod' AND version = 2`)
+		a.ok(a.do("PUT", "/v1/protections/prod", admin, `{"approvals": 0}`), 200)
+		a.publish("support", "prod", 2, a.pointerRevision("support", "prod"))
+		a.ok(a.do("PUT", "/v1/protections/prod", admin, `{"approvals": 1}`), 200)
+		a.ok(a.do("POST", envPathOf("support", "prod")+"/rollback", admin,
+			fmt.Sprintf(`{"to_version": 1, "expected_revision": %d}`, a.pointerRevision("support", "prod"))), 200)
+		var pending int64
+		a.db.Raw(`SELECT COUNT(*) FROM access_change_requests`).Scan(&pending)
+		if pending != 0 || a.versionOf("support", "prod") != 1 {
+			t.Fatalf("%d change requests, pointer at %d", pending, a.versionOf("support", "prod"))
+		}
+	})
+}
