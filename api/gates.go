@@ -28,6 +28,7 @@ const (
 	actionReleasePatch   = "release.patch"   // a percent increase, or candidate overrides added
 	actionReleaseResume  = "release.resume"  // of a release its guard paused
 	actionReleasePromote = "release.promote" // any
+	actionProtectionSet  = "protection.set"  // a PUT that weakens it (access.Protection.WeakenedBy)
 )
 
 var errUnreadable = errors.New("api: unreadable change request")
@@ -221,6 +222,15 @@ func (s *Server) applyGated(ctx context.Context, cr *access.ChangeRequest, commi
 		}
 		_, err := s.cfg.Releases.Transition(releaseHook(true), req.ReleaseID, act, release.TransitionInput{ExpectedRevision: &target,
 			Reason: req.Reason})
+		return err
+	case actionProtectionSet:
+		var req putProtectionRequest
+		if err := json.Unmarshal(cr.Request, &req); err != nil || req.Approvals == nil {
+			return errUnreadable
+		}
+		ctx = sqlstore.OnCommit(ctx, func(_ context.Context, tx *gorm.DB, _ *access.Protection) error { return commit(tx) })
+		_, err := s.cfg.Access.SetProtection(ctx, access.Protection{Env: cr.Env, Approvals: *req.Approvals, Agents: req.Agents,
+			Approvers: req.Approvers}, &target)
 		return err
 	}
 	return errors.New("api: unknown change request action " + cr.Action)

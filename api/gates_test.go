@@ -244,6 +244,11 @@ func TestGate_pauseRevokeRollbacksAndDecrease_areNeverGated(t *testing.T) {
 			a.createVersion("support", i, fmt.Sprintf("v%d", i+1))
 		}
 		id := a.releaseIn("support", "prod", "")
+		for i := range 2 {
+			a.createVersion("billing", i, fmt.Sprintf("v%d", i+1))
+		}
+		a.publish("billing", "prod", 1, 0)
+		a.publish("billing", "prod", 2, 1) // the default target is 1
 		a.ok(a.do("PUT", "/v1/protections/prod", admin, `{"approvals": 1}`), 200)
 		a.ok(a.do("PATCH", "/v1/releases/"+id, admin, fmt.Sprintf(`{"percent": 5, "expected_revision": %d}`, a.releaseRevision(id))), 200)
 		a.ok(a.do("PATCH", "/v1/releases/"+id, admin, fmt.Sprintf(`{"overrides": {"baseline": ["carol"]}, "expected_revision": %d}`,
@@ -252,17 +257,60 @@ func TestGate_pauseRevokeRollbacksAndDecrease_areNeverGated(t *testing.T) {
 		a.ok(a.do("POST", "/v1/releases/"+id+"/resume", admin, ""), 200) // a person's pause
 		a.ok(a.do("POST", "/v1/releases/"+id+"/rollback", admin, ""), 200)
 		a.revoke("support", "prod", 3)
-		// An env rollback to its default target, named or not.
-		a.db.Exec(`DELETE FROM prompt_revocations WHERE agent = 'support' AND env = 'prod' AND version = 2`)
-		a.ok(a.do("PUT", "/v1/protections/prod", admin, `{"approvals": 0}`), 200)
-		a.publish("support", "prod", 2, a.pointerRevision("support", "prod"))
-		a.ok(a.do("PUT", "/v1/protections/prod", admin, `{"approvals": 1}`), 200)
-		a.ok(a.do("POST", envPathOf("support", "prod")+"/rollback", admin,
-			fmt.Sprintf(`{"to_version": 1, "expected_revision": %d}`, a.pointerRevision("support", "prod"))), 200)
+		// An env rollback to its default target, named.
+		a.ok(a.do("POST", envPathOf("billing", "prod")+"/rollback", admin,
+			fmt.Sprintf(`{"to_version": 1, "expected_revision": %d}`, a.pointerRevision("billing", "prod"))), 200)
 		var pending int64
 		a.db.Raw(`SELECT COUNT(*) FROM access_change_requests`).Scan(&pending)
-		if pending != 0 || a.versionOf("support", "prod") != 1 {
-			t.Fatalf("%d change requests, pointer at %d", pending, a.versionOf("support", "prod"))
+		if pending != 0 || a.versionOf("billing", "prod") != 1 || a.versionOf("support", "prod") != 1 {
+			t.Fatalf("%d change requests, billing at %d", pending, a.versionOf("billing", "prod"))
+		}
+	})
+}
+
+func (a *app) protectionApprovals(env string) int {
+	var n int
+	a.db.Raw(`SELECT approvals FROM access_protections WHERE env = ?`, env).Scan(&n)
+	return n
+}
+
+func TestGate_weakeningAProtection_isApprovedUnderTheProtectionInForce(t *testing.T) {
+	testenv.ForEachDialect(t, migrations(), func(t *testing.T, db *gorm.DB) {
+		a := newApp(t, db, withLeads)
+		// Creating one, and strengthening one in force, go ahead.
+		a.ok(a.do("PUT", "/v1/protections/staging", admin, `{"approvals": 1}`), 200)
+		a.ok(a.do("PUT", "/v1/protections/prod", admin, `{"approvals": 1, "expected_revision": 0}`), 200)
+		a.ok(a.do("PUT", "/v1/protections/prod", admin, `{"approvals": 2, "expected_revision": 1}`), 200)
+
+		// Fewer approvals: two approvals, as the protection in force asks.
+		rec := a.do("PUT", "/v1/protections/prod", admin, `{"approvals": 1, "expected_revision": 2}`)
+		cr := a.ok(rec, 202)["change_request"].(map[string]any)
+		id := cr["id"].(string)
+		if cr["action"] != "protection.set" || cr["approvals_needed"] != float64(2) || a.protectionApprovals("prod") != 2 {
+			t.Fatalf("change request = %v, approvals in force %d", cr, a.protectionApprovals("prod"))
+		}
+		if got := a.ok(a.do("POST", "/v1/change-requests/"+id+"/approve", lead, ""), 200); got["state"] != "pending" {
+			t.Fatalf("one of two approvals: %v", got)
+		}
+		got := a.ok(a.do("POST", "/v1/change-requests/"+id+"/approve", lead2, ""), 200)
+		if got["state"] != "applied" || a.protectionApprovals("prod") != 1 {
+			t.Fatalf("two of two approvals: %v, approvals in force %d", got, a.protectionApprovals("prod"))
+		}
+		problem(t, a.do("POST", "/v1/change-requests/"+id+"/approve", lead, ""), 409, "change_request_closed")
+
+		// An approvers list added; the protection moves meanwhile.
+		id = a.ok(a.do("PUT", "/v1/protections/prod", admin, `{"approvals": 1, "approvers": ["lead"], "expected_revision": 3}`), 202)["change_request"].(map[string]any)["id"].(string)
+		a.ok(a.do("PUT", "/v1/protections/prod", admin, `{"approvals": 2, "expected_revision": 3}`), 200)
+		got = a.ok(a.do("POST", "/v1/change-requests/"+id+"/approve", lead, ""), 200)
+		prob, _ := got["problem"].(map[string]any)
+		if got["state"] != "failed" || prob["code"] != "revision_conflict" || a.protectionApprovals("prod") != 2 {
+			t.Fatalf("after the protection moved: %v, approvals in force %d", got, a.protectionApprovals("prod"))
+		}
+		// Fewer agents covered, and lifting it, are change requests too.
+		a.ok(a.do("PUT", "/v1/protections/prod", admin, `{"approvals": 2, "agents": ["support"]}`), 202)
+		a.ok(a.do("PUT", "/v1/protections/prod", admin, `{"approvals": 0}`), 202)
+		if a.protectionApprovals("prod") != 2 {
+			t.Fatalf("approvals in force %d", a.protectionApprovals("prod"))
 		}
 	})
 }

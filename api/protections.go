@@ -43,8 +43,25 @@ func (s *Server) handlePutProtection(c echo.Context) error {
 	if req.Approvals == nil {
 		return invalidField("approvals", "approvals is required: how many principals other than the requester's must approve (0 lifts the protection)")
 	}
-	p, err := as.SetProtection(c.Request().Context(), access.Protection{Env: env, Approvals: *req.Approvals, Agents: req.Agents,
-		Approvers: req.Approvers}, req.ExpectedRevision)
+	next := access.Protection{Env: env, Approvals: *req.Approvals, Agents: req.Agents, Approvers: req.Approvers}
+	if err := next.Validate(); err != nil {
+		return err
+	}
+	// A weakening is approved under the protection in force.
+	cur, err := as.Protection(c.Request().Context(), env)
+	if err != nil {
+		return err
+	}
+	if cur.WeakenedBy(next) {
+		target := cur.Revision
+		if req.ExpectedRevision != nil {
+			target = *req.ExpectedRevision
+		}
+		if handled, err := s.gate(c, actionProtectionSet, "", env, req, target); handled || err != nil {
+			return err
+		}
+	}
+	p, err := as.SetProtection(c.Request().Context(), next, req.ExpectedRevision)
 	if err != nil {
 		return err
 	}
