@@ -312,5 +312,16 @@ func TestGate_weakeningAProtection_isApprovedUnderTheProtectionInForce(t *testin
 		if a.protectionApprovals("prod") != 2 {
 			t.Fatalf("approvals in force %d", a.protectionApprovals("prod"))
 		}
+		// DELETE lifts it: not in force, at once; in force, approved under it.
+		if got := a.ok(a.do("DELETE", "/v1/protections/dev", admin, ""), 200); got["approvals"] != float64(0) {
+			t.Fatalf("DELETE of no protection: %v", got)
+		}
+		problem(t, a.do("DELETE", "/v1/protections/prod", admin, "", "If-Match", `"1"`), 412, "precondition_failed")
+		cr = a.ok(a.do("DELETE", "/v1/protections/prod", admin, "", "If-Match", `"4"`), 202)["change_request"].(map[string]any)
+		id = cr["id"].(string)
+		a.ok(a.do("POST", "/v1/change-requests/"+id+"/approve", lead, ""), 200)
+		if got := a.ok(a.do("POST", "/v1/change-requests/"+id+"/approve", lead2, ""), 200); got["state"] != "applied" || a.protectionApprovals("prod") != 0 {
+			t.Fatalf("DELETE approved: %v, approvals in force %d", got, a.protectionApprovals("prod"))
+		}
 	})
 }
