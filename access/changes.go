@@ -91,17 +91,8 @@ type ChangeRequest struct {
 // SetProtection creates (expected 0) or changes env's protection at
 // expected revision; approvals 0 lifts it.
 func (s *Service) SetProtection(ctx context.Context, p Protection, expected *int64) (*Protection, error) {
-	if err := ident.Validate("env", p.Env); err != nil {
+	if err := p.Validate(); err != nil {
 		return nil, err
-	}
-	if p.Approvals < 0 || p.Approvals > MaxApprovals {
-		return nil, invalid("approvals", "approvals is 0..%d", MaxApprovals)
-	}
-	if err := (&Scopes{Agents: p.Agents}).Validate(); err != nil {
-		return nil, err
-	}
-	if len(p.Approvers) > MaxPatterns {
-		return nil, invalid("approvers", "at most %d approvers", MaxPatterns)
 	}
 	now := s.o.Now()
 	return sqlstore.Transact(ctx, s.o.DB, func(tx *gorm.DB) (*Protection, error) {
@@ -139,6 +130,59 @@ func (s *Service) SetProtection(ctx context.Context, p Protection, expected *int
 	})
 }
 
+// Validate checks p's env, approvals, agent patterns and approvers.
+func (p *Protection) Validate() error {
+	if err := ident.Validate("env", p.Env); err != nil {
+		return err
+	}
+	if p.Approvals < 0 || p.Approvals > MaxApprovals {
+		return invalid("approvals", "approvals is 0..%d", MaxApprovals)
+	}
+	if err := (&Scopes{Agents: p.Agents}).Validate(); err != nil {
+		return err
+	}
+	if len(p.Approvers) > MaxPatterns {
+		return invalid("approvers", "at most %d approvers", MaxPatterns)
+	}
+	return nil
+}
+
+// WeakenedBy reports whether next, replacing p, weakens the protection in
+// force: fewer approvals (0 lifts it); fewer agents covered (p covers every
+// agent and next lists patterns, or next drops one of p's patterns: a
+// dropped pattern counts even when another of next's covers the same
+// agents, since patterns are compared as written); or any change of who
+// may approve (a list added, removed, narrowed or widened). Creating a
+// protection, or changing one not in force (approvals 0), never weakens.
+func (p *Protection) WeakenedBy(next Protection) bool {
+	if p == nil || p.Approvals == 0 {
+		return false
+	}
+	if next.Approvals < p.Approvals {
+		return true
+	}
+	if p.Agents != nil {
+		if next.Agents == nil {
+			return approversChanged(p.Approvers, next.Approvers)
+		}
+		for _, a := range p.Agents {
+			if !slices.Contains(next.Agents, a) {
+				return true
+			}
+		}
+	} else if next.Agents != nil {
+		return true
+	}
+	return approversChanged(p.Approvers, next.Approvers)
+}
+
+func approversChanged(cur, next []string) bool {
+	a, b := slices.Clone(cur), slices.Clone(next)
+	slices.Sort(a)
+	slices.Sort(b)
+	return !slices.Equal(slices.Compact(a), slices.Compact(b))
+}
+
 // Protection is env's protection, or nil.
 func (s *Service) Protection(ctx context.Context, env string) (*Protection, error) {
 	p, err := readProtection(s.o.DB.WithContext(ctx), env, false)
@@ -172,10 +216,12 @@ func jsonOrNull(v []string) string {
 
 // Gate returns a new pending change request for a write to agent in env
 // when env's protection covers it, or nil when the write may go ahead.
-// target is the write's precondition (the target's revision).
+// target is the write's precondition (the target's revision). Agent ""
+// is a write to the env itself (its protection): gated whenever env's
+// protection is in force.
 func (s *Service) Gate(ctx context.Context, by *Token, action, agent, env string, request any, target int64) (*ChangeRequest, error) {
 	p, err := s.Protection(ctx, env)
-	if err != nil || !p.Covers(agent) {
+	if err != nil || p == nil || p.Approvals == 0 || agent != "" && !p.Covers(agent) {
 		return nil, err
 	}
 	raw, err := json.Marshal(request)

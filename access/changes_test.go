@@ -75,3 +75,33 @@ func TestChangeRequest_after24h_isExpiredAndCannotBeApproved(t *testing.T) {
 		t.Fatalf("a second sweep expired %d", n)
 	}
 }
+
+func TestProtection_weakenedBy_fewerApprovalsFewerAgentsOrOtherApprovers(t *testing.T) {
+	cur := &access.Protection{Env: "prod", Approvals: 2, Agents: []string{"support", "team-a-*"}, Approvers: []string{"lead", "lead2"}}
+	for _, c := range []struct {
+		next access.Protection
+		want bool
+	}{
+		{access.Protection{Approvals: 2, Agents: []string{"team-a-*", "support"}, Approvers: []string{"lead2", "lead"}}, false}, // reordered
+		{access.Protection{Approvals: 3, Agents: nil, Approvers: []string{"lead", "lead2"}}, false},                             // stronger, every agent
+		{access.Protection{Approvals: 2, Agents: []string{"support", "team-a-*", "x"}, Approvers: []string{"lead", "lead2"}}, false},
+		{access.Protection{Approvals: 1, Agents: cur.Agents, Approvers: cur.Approvers}, true},
+		{access.Protection{Approvals: 0}, true},
+		{access.Protection{Approvals: 2, Agents: []string{"support"}, Approvers: cur.Approvers}, true},         // a pattern dropped
+		{access.Protection{Approvals: 2, Agents: []string{"*"}, Approvers: cur.Approvers}, true},               // patterns compared as written
+		{access.Protection{Approvals: 2, Agents: cur.Agents, Approvers: []string{"lead"}}, true},               // narrowed
+		{access.Protection{Approvals: 2, Agents: cur.Agents, Approvers: []string{"lead", "lead2", "x"}}, true}, // widened
+		{access.Protection{Approvals: 2, Agents: cur.Agents}, true},                                            // anyone may approve
+	} {
+		if got := cur.WeakenedBy(c.next); got != c.want {
+			t.Errorf("WeakenedBy(%+v) = %v, want %v", c.next, got, c.want)
+		}
+	}
+	all := &access.Protection{Approvals: 1}
+	if !all.WeakenedBy(access.Protection{Approvals: 1, Agents: []string{"support"}}) || !all.WeakenedBy(access.Protection{Approvals: 1, Approvers: []string{"lead"}}) {
+		t.Error("a list of agents or approvers where there was none is a weakening")
+	}
+	if (*access.Protection)(nil).WeakenedBy(access.Protection{}) || (&access.Protection{}).WeakenedBy(access.Protection{Approvals: 0, Agents: []string{}}) {
+		t.Error("a protection not in force is not weakened")
+	}
+}

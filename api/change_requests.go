@@ -23,15 +23,7 @@ const actionPointerSwitch = "pointer.switch"
 // answers 202 with the request (handled true), or lets the write go ahead
 // (handled false). target is the write's precondition.
 func (s *Server) gate(c echo.Context, action, agent, env string, request any, target int64) (handled bool, err error) {
-	if s.cfg.Access == nil {
-		return false, nil
-	}
-	cr, err := s.cfg.Access.Gate(c.Request().Context(), tokenOf(c), action, agent, env, request, target)
-	if err != nil || cr == nil {
-		return false, err
-	}
-	c.Response().Header().Set("Location", "/v1/change-requests/"+cr.ID)
-	return true, s.send(c, http.StatusAccepted, map[string]any{"change_request": changeRequestBody(cr)})
+	return s.gateIn(c.Request().Context(), c, action, agent, env, request, target)
 }
 
 // changeRequestResponse is a change request as the API shows it.
@@ -86,7 +78,7 @@ func (s *Server) apply(ctx context.Context, cr *access.ChangeRequest, commit fun
 			ExpectedRevision: &target, Reason: req.Reason})
 		return err
 	}
-	return errors.New("api: unknown change request action " + cr.Action)
+	return s.applyGated(ctx, cr, commit)
 }
 
 // problemJSON is the problem a failed change request records.

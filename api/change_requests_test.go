@@ -122,8 +122,10 @@ func TestChangeRequests_twoApproversRacing_applyOnce(t *testing.T) {
 func TestChangeRequests_targetMovedMeanwhile_failsWithRevisionConflict(t *testing.T) {
 	a := protectedApp(t, nil2(t))
 	id := a.requestSwitch(2)
-	// The pointer moves meanwhile (the protection lifted for it).
-	a.ok(a.do("PUT", "/v1/protections/prod", admin, `{"approvals": 0, "expected_revision": 1}`), 200)
+	// The pointer moves meanwhile (the protection lifted for it: lifting
+	// is a change request of its own).
+	lift := a.ok(a.do("PUT", "/v1/protections/prod", admin, `{"approvals": 0, "expected_revision": 1}`), 202)
+	a.ok(a.do("POST", "/v1/change-requests/"+lift["change_request"].(map[string]any)["id"].(string)+"/approve", lead2, ""), 200)
 	a.publish("support", "prod", 3, a.pointerRevision("support", "prod"))
 	a.ok(a.do("PUT", "/v1/protections/prod", admin, `{"approvals": 1, "expected_revision": 2}`), 200)
 

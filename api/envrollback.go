@@ -55,6 +55,11 @@ func (s *Server) handleEnvRollback(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
+	if s.rollbackGated(ctx, agent, env, req.ToVersion) {
+		if handled, err := s.gate(c, actionEnvRollback, agent, env, req, expected); handled || err != nil {
+			return err
+		}
+	}
 	in := release.EnvRollbackInput{Agent: agent, Env: env, ExpectedRevision: &expected, Reason: req.Reason}
 	if req.ToVersion != nil {
 		in.ToVersion = *req.ToVersion

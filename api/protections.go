@@ -43,10 +43,53 @@ func (s *Server) handlePutProtection(c echo.Context) error {
 	if req.Approvals == nil {
 		return invalidField("approvals", "approvals is required: how many principals other than the requester's must approve (0 lifts the protection)")
 	}
-	p, err := as.SetProtection(c.Request().Context(), access.Protection{Env: env, Approvals: *req.Approvals, Agents: req.Agents,
-		Approvers: req.Approvers}, req.ExpectedRevision)
+	next := access.Protection{Env: env, Approvals: *req.Approvals, Agents: req.Agents, Approvers: req.Approvers}
+	return s.setProtection(c, as, next, req, req.ExpectedRevision, false)
+}
+
+// handleDeleteProtection: DELETE /v1/protections/{env} lifts it (PUT with
+// approvals 0); If-Match may name its revision.
+func (s *Server) handleDeleteProtection(c echo.Context) error {
+	as, err := s.tokens()
 	if err != nil {
 		return err
+	}
+	env, err := param(c, "env")
+	if err != nil {
+		return err
+	}
+	expected, viaHeader, err := precondition(c.Request(), nil, false)
+	if err != nil {
+		return err
+	}
+	zero := 0
+	return s.setProtection(c, as, access.Protection{Env: env}, putProtectionRequest{Approvals: &zero, ExpectedRevision: expected},
+		expected, viaHeader)
+}
+
+// setProtection writes next, or gates it when it weakens the protection
+// in force: then it is approved under that protection.
+func (s *Server) setProtection(c echo.Context, as *access.Service, next access.Protection, req putProtectionRequest, expected *int64, viaHeader bool) error {
+	if err := next.Validate(); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	cur, err := as.Protection(ctx, next.Env)
+	if err != nil {
+		return err
+	}
+	if cur.WeakenedBy(next) && (expected == nil || *expected == cur.Revision) { // a stale one: SetProtection's 409
+		target := cur.Revision
+		if expected != nil {
+			target = *expected
+		}
+		if handled, err := s.gate(c, actionProtectionSet, "", next.Env, req, target); handled || err != nil {
+			return err
+		}
+	}
+	p, err := as.SetProtection(ctx, next, expected)
+	if err != nil {
+		return headerErr(err, viaHeader)
 	}
 	return s.send(c, http.StatusOK, protectionResponse{Env: p.Env, Approvals: p.Approvals, Agents: p.Agents, Approvers: p.Approvers,
 		Revision: p.Revision, UpdatedBy: p.UpdatedBy, UpdatedAt: timestamp(p.UpdatedAt)})

@@ -226,6 +226,9 @@ func (s *Server) handleCreateRelease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if handled, err := s.gateCreate(c, agent, env, &req, expected); handled || err != nil {
+		return err
+	}
 	ctx := onCommit(s, c, http.StatusCreated, releaseEntity)
 	rel, err := rs.Create(ctx, release.CreateInput{Agent: agent, Env: env, CandidateVersion: *req.CandidateVersion,
 		Percent: req.percent, Stickiness: req.Stickiness, Steps: req.steps, Message: req.Message, ExpectedRevision: expected,
@@ -346,6 +349,12 @@ func (s *Server) handlePatchRelease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if cur, err := rs.Get(c.Request().Context(), id); err == nil && patchGated(cur, &req) {
+		g := gatedPatch{ReleaseID: id, Percent: req.percent, Reason: req.Reason, Overrides: hashedOverrides(id, req.Overrides), Guard: req.Guard}
+		if handled, err := s.gate(c, actionReleasePatch, cur.Agent, cur.Env, g, expected); handled || err != nil {
+			return err
+		}
+	}
 	rel, err := rs.Transition(c.Request().Context(), id, req.action(),
 		release.TransitionInput{ExpectedRevision: &expected, Percent: req.percent, Reason: req.Reason,
 			Overrides: req.Overrides.input(), Guard: req.guard})
@@ -382,6 +391,9 @@ func (s *Server) handleTransition(action release.Action) echo.HandlerFunc {
 		}
 		expected, viaHeader, err := precondition(c.Request(), req.ExpectedRevision, false)
 		if err != nil {
+			return err
+		}
+		if handled, err := s.gateTransition(c, id, action, req.Reason, expected); handled || err != nil {
 			return err
 		}
 		rel, err := rs.Transition(c.Request().Context(), id, action,

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 
@@ -49,6 +50,11 @@ func (s *Server) handleLiftRevocation(c echo.Context) error {
 	n, err := pathVersion(c, "version")
 	if err != nil {
 		return err
+	}
+	if e, err := s.cfg.Prompts.GetEnv(c.Request().Context(), agent, env); err == nil && slices.Contains(e.Revoked, n) {
+		if handled, err := s.gate(c, actionLiftRevocation, agent, env, liftRequest{Version: n}, e.Revision); handled || err != nil {
+			return err
+		}
 	}
 	return s.revoke(c, promptstore.RevokeInput{Agent: agent, Env: env, Version: n, Lift: true})
 }

@@ -114,6 +114,7 @@ func (s *Server) routes() {
 
 	// Protected envs and change requests (protections.go, change_requests.go).
 	v1.PUT("/protections/:env", s.handlePutProtection, admin...)
+	v1.DELETE("/protections/:env", s.handleDeleteProtection, admin...)
 	v1.GET("/change-requests", s.handleListChangeRequests, admin...)
 	v1.GET("/change-requests/:id", s.handleGetChangeRequest, admin...)
 	v1.POST("/change-requests/:id/approve", s.handleApproveChangeRequest, admin...)
@@ -183,6 +184,7 @@ var routeNeeds = map[string]scopeNeed{
 	"GET /v1/tokens":                                          unscopedOnly,
 	"DELETE /v1/tokens/:name":                                 unscopedOnly,
 	"PUT /v1/protections/:env":                                unscopedOnly,
+	"DELETE /v1/protections/:env":                             unscopedOnly,
 	"GET /v1/change-requests":                                 inHandler,
 	"GET /v1/change-requests/:id":                             byChangeRequest,
 	"POST /v1/change-requests/:id/approve":                    byChangeRequest,

@@ -16,6 +16,9 @@ type RevokeInput struct {
 	Version    int
 	Reason     string
 	Lift       bool
+	// ExpectedRevision, when set, is the pointer's revision the change
+	// must find (a stale one is *RevisionConflict).
+	ExpectedRevision *int64
 }
 
 // MaxReason bounds reasons and messages of moves and revocations.
@@ -67,6 +70,9 @@ func (s *Store) revokeTx(ctx context.Context, tx *gorm.DB, in RevokeInput) (*Poi
 	}
 	if ptr == nil {
 		return nil, absent(tx, in.Agent, ErrNoPointer)
+	}
+	if in.ExpectedRevision != nil && *in.ExpectedRevision != ptr.Revision {
+		return nil, &RevisionConflict{Expected: *in.ExpectedRevision, Current: ptr.Revision}
 	}
 	if ok, err := versionExists(tx, in.Agent, in.Version); err != nil || !ok {
 		if err == nil {

@@ -127,6 +127,10 @@ func (s *Service) RollbackEnv(ctx context.Context, in EnvRollbackInput) (*EnvRol
 	return out, nil
 }
 
+// RollbackTarget is the version an env rollback without ToVersion moves e
+// to (0: none).
+func RollbackTarget(e *promptstore.Env) int { return rollbackTarget(e) }
+
 // rollbackTarget walks the move history, newest first, for the newest
 // version the pointer was on that is older than the current one and not
 // revoked.

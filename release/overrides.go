@@ -33,6 +33,9 @@ type Overrides struct {
 type OverridesInput struct {
 	Candidate []string
 	Baseline  []string
+	// Hashed: the lists hold OverrideHash values already (a gated write
+	// stores no raw ids), used as they are.
+	Hashed bool
 }
 
 // MaxOverrides is how many ids each list may hold.
@@ -96,10 +99,15 @@ func hashOverrides(releaseID string, in *OverridesInput) (Overrides, error) {
 		}
 		for i, id := range l.ids {
 			field := fmt.Sprintf("overrides.%s[%d]", l.arm, i)
-			if err := promptstore.ValidateOpaque(field, id); err != nil {
-				return Overrides{}, err
+			h := id
+			if !in.Hashed {
+				if err := promptstore.ValidateOpaque(field, id); err != nil {
+					return Overrides{}, err
+				}
+				h = OverrideHash(releaseID, id)
+			} else if !isOverrideHash(id) {
+				return Overrides{}, invalidf(CodeInvalidOverrides, field, "a hashed override is 64 lowercase hex digits")
 			}
-			h := OverrideHash(releaseID, id)
 			switch seen[h] {
 			case "":
 				seen[h] = l.arm
@@ -112,6 +120,18 @@ func hashOverrides(releaseID string, in *OverridesInput) (Overrides, error) {
 		slices.Sort(*l.dst)
 	}
 	return out, nil
+}
+
+func isOverrideHash(h string) bool {
+	if len(h) != 64 {
+		return false
+	}
+	for _, c := range h {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // overrideMigrations create release_overrides: one row per (release,

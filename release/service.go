@@ -107,6 +107,9 @@ type CreateInput struct {
 	// Overrides force listed callers onto an arm (raw ids; only their
 	// hashes are stored); nil: none.
 	Overrides *OverridesInput
+	// ID, when set, is the new release's id (a gated create hashes its
+	// overrides under the id it names); empty: a new one.
+	ID string
 }
 
 func newID() string {
@@ -166,6 +169,9 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Release, error) 
 		return nil, err
 	}
 	id := s.o.NewID()
+	if in.ID != "" {
+		id = in.ID
+	}
 	overrides, err := hashOverrides(id, in.Overrides)
 	if err != nil {
 		return nil, err

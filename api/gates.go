@@ -1,0 +1,281 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"slices"
+
+	"github.com/labstack/echo/v4"
+	"gorm.io/gorm"
+
+	"github.com/promptd/promptd/access"
+	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/release"
+	"github.com/promptd/promptd/release/guard"
+	"github.com/promptd/promptd/sqlstore"
+)
+
+// The gated writes besides the pointer switch (API.md, Protected envs).
+// Never gated: pause, revocation, release rollback, an env rollback to its
+// default target, a percent decrease, overrides that add no candidate.
+const (
+	actionEnvRollback    = "env.rollback"    // to a to_version other than the default target
+	actionLiftRevocation = "revocation.lift" // of a revoked version
+	actionReleaseCreate  = "release.create"  // any
+	actionReleasePatch   = "release.patch"   // a percent increase, or candidate overrides added
+	actionReleaseResume  = "release.resume"  // of a release its guard paused
+	actionReleasePromote = "release.promote" // any
+	actionProtectionSet  = "protection.set"  // a PUT that weakens it (access.Protection.WeakenedBy)
+)
+
+var errUnreadable = errors.New("api: unreadable change request")
+
+// liftRequest is the stored request of a gated lift.
+type liftRequest struct {
+	Version int `json:"version"`
+}
+
+// gatedOverrides are a gated write's overrides, hashed under the release
+// id (raw ids are never stored, see release.Overrides).
+type gatedOverrides struct {
+	Candidate []string `json:"candidate"`
+	Baseline  []string `json:"baseline"`
+}
+
+func hashedOverrides(releaseID string, o *overridesRequest) *gatedOverrides {
+	if o == nil {
+		return nil
+	}
+	out := &gatedOverrides{Candidate: []string{}, Baseline: []string{}}
+	for _, id := range o.Candidate {
+		out.Candidate = append(out.Candidate, release.OverrideHash(releaseID, id))
+	}
+	for _, id := range o.Baseline {
+		out.Baseline = append(out.Baseline, release.OverrideHash(releaseID, id))
+	}
+	return out
+}
+
+func (o *gatedOverrides) input() *release.OverridesInput {
+	if o == nil {
+		return nil
+	}
+	return &release.OverridesInput{Candidate: o.Candidate, Baseline: o.Baseline, Hashed: true}
+}
+
+// gatedCreate is the stored request of a gated release create: the
+// release's id is chosen up front, so that its overrides are stored hashed.
+type gatedCreate struct {
+	ReleaseID        string          `json:"release_id"`
+	CandidateVersion int             `json:"candidate_version"`
+	Percent          string          `json:"percent"`
+	Stickiness       string          `json:"stickiness,omitempty"`
+	Steps            []release.Step  `json:"steps"`
+	Message          string          `json:"message,omitempty"`
+	Overrides        *gatedOverrides `json:"overrides,omitempty"`
+	Guard            *guard.Config   `json:"guard,omitempty"`
+}
+
+// gatedPatch is the stored request of a gated PATCH of a release.
+type gatedPatch struct {
+	ReleaseID string          `json:"release_id"`
+	Percent   string          `json:"percent,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
+	Overrides *gatedOverrides `json:"overrides,omitempty"`
+	Guard     json.RawMessage `json:"guard,omitempty"`
+}
+
+// gatedTransition is the stored request of a gated resume or promote.
+type gatedTransition struct {
+	ReleaseID string `json:"release_id"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// gateIn is gate with the context the change request is written with (an
+// Idempotency-Key's record of the 202).
+func (s *Server) gateIn(ctx context.Context, c echo.Context, action, agent, env string, request any, target int64) (bool, error) {
+	if s.cfg.Access == nil {
+		return false, nil
+	}
+	cr, err := s.cfg.Access.Gate(ctx, tokenOf(c), action, agent, env, request, target)
+	if err != nil || cr == nil {
+		return false, err
+	}
+	c.Response().Header().Set("Location", "/v1/change-requests/"+cr.ID)
+	return true, s.send(c, 202, map[string]any{"change_request": changeRequestBody(cr)})
+}
+
+func changeRequestEntity(cr *access.ChangeRequest) any {
+	return map[string]any{"change_request": changeRequestBody(cr)}
+}
+
+// rollbackGated: an env rollback naming a to_version other than the
+// default target (with no active release: that one the write refuses).
+func (s *Server) rollbackGated(ctx context.Context, agent, env string, to *int) bool {
+	if to == nil || s.cfg.Access == nil {
+		return false
+	}
+	e, err := s.cfg.Prompts.GetEnv(ctx, agent, env)
+	return err == nil && e.ActiveReleaseID == "" && *to != release.RollbackTarget(e)
+}
+
+// patchGated: a percent above the release's, or a candidate override the
+// release does not have yet (compared by hash: that is all it keeps).
+func patchGated(rel *release.Release, req *patchReleaseRequest) bool {
+	if req.percent != "" {
+		next, ok1 := release.ParsePercent(req.percent)
+		cur, ok2 := release.ParsePercent(rel.Percent.String())
+		if ok1 && ok2 && next > cur {
+			return true
+		}
+	}
+	if req.Overrides != nil {
+		for _, id := range req.Overrides.Candidate {
+			if !slices.Contains(rel.Overrides.Candidate, release.OverrideHash(rel.ID, id)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// resumeGated: the release is paused by its guard (tripped).
+func resumeGated(rel *release.Release) bool {
+	return rel.State == release.Paused && rel.Guard != nil && rel.Guard.State == guard.Tripped
+}
+
+func newReleaseID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "rel_" + hex.EncodeToString(b[:])
+}
+
+// applyGated is apply for the actions of this file.
+func (s *Server) applyGated(ctx context.Context, cr *access.ChangeRequest, commit func(tx *gorm.DB) error) error {
+	target := cr.TargetRevision
+	releaseHook := func(check bool) context.Context {
+		return sqlstore.OnCommit(ctx, func(_ context.Context, tx *gorm.DB, r *release.Release) error {
+			// A transition to the state the release is in already changes
+			// nothing, and so does not check the revision: the hook does.
+			if check && r.Revision != target+1 {
+				return &promptstore.RevisionConflict{Expected: target, Current: r.Revision}
+			}
+			return commit(tx)
+		})
+	}
+	switch cr.Action {
+	case actionEnvRollback:
+		var req envRollbackRequest
+		if err := json.Unmarshal(cr.Request, &req); err != nil || req.ToVersion == nil {
+			return errUnreadable
+		}
+		ctx = sqlstore.OnCommit(ctx, func(_ context.Context, tx *gorm.DB, _ *release.EnvRollback) error { return commit(tx) })
+		_, err := s.cfg.Releases.RollbackEnv(ctx, release.EnvRollbackInput{Agent: cr.Agent, Env: cr.Env, ExpectedRevision: &target,
+			ToVersion: *req.ToVersion, Reason: req.Reason})
+		return err
+	case actionLiftRevocation:
+		var req liftRequest
+		if err := json.Unmarshal(cr.Request, &req); err != nil {
+			return errUnreadable
+		}
+		ctx = sqlstore.OnCommit(ctx, func(_ context.Context, tx *gorm.DB, _ *promptstore.Env) error { return commit(tx) })
+		_, err := s.cfg.Prompts.Revoke(ctx, promptstore.RevokeInput{Agent: cr.Agent, Env: cr.Env, Version: req.Version, Lift: true,
+			ExpectedRevision: &target})
+		return err
+	case actionReleaseCreate:
+		var req gatedCreate
+		if err := json.Unmarshal(cr.Request, &req); err != nil {
+			return errUnreadable
+		}
+		_, err := s.cfg.Releases.Create(releaseHook(false), release.CreateInput{ID: req.ReleaseID, Agent: cr.Agent, Env: cr.Env,
+			CandidateVersion: req.CandidateVersion, Percent: req.Percent, Stickiness: req.Stickiness, Steps: req.Steps,
+			Message: req.Message, ExpectedRevision: &target, Overrides: req.Overrides.input(), Guard: req.Guard})
+		return err
+	case actionReleasePatch:
+		var req gatedPatch
+		if err := json.Unmarshal(cr.Request, &req); err != nil {
+			return errUnreadable
+		}
+		p := patchReleaseRequest{Reason: req.Reason, Guard: req.Guard, percent: req.Percent}
+		if req.Overrides != nil {
+			p.Overrides = &overridesRequest{}
+		}
+		if c, given, err := guardInput(req.Guard); err != nil {
+			return err
+		} else if given {
+			p.guard = &release.GuardChange{Config: c}
+		}
+		_, err := s.cfg.Releases.Transition(releaseHook(true), req.ReleaseID, p.action(), release.TransitionInput{ExpectedRevision: &target,
+			Percent: req.Percent, Reason: req.Reason, Overrides: req.Overrides.input(), Guard: p.guard})
+		return err
+	case actionReleaseResume, actionReleasePromote:
+		var req gatedTransition
+		if err := json.Unmarshal(cr.Request, &req); err != nil {
+			return errUnreadable
+		}
+		act := release.ActResume
+		if cr.Action == actionReleasePromote {
+			act = release.ActPromote
+		}
+		_, err := s.cfg.Releases.Transition(releaseHook(true), req.ReleaseID, act, release.TransitionInput{ExpectedRevision: &target,
+			Reason: req.Reason})
+		return err
+	case actionProtectionSet:
+		var req putProtectionRequest
+		if err := json.Unmarshal(cr.Request, &req); err != nil || req.Approvals == nil {
+			return errUnreadable
+		}
+		ctx = sqlstore.OnCommit(ctx, func(_ context.Context, tx *gorm.DB, _ *access.Protection) error { return commit(tx) })
+		_, err := s.cfg.Access.SetProtection(ctx, access.Protection{Env: cr.Env, Approvals: *req.Approvals, Agents: req.Agents,
+			Approvers: req.Approvers}, &target)
+		return err
+	}
+	return errors.New("api: unknown change request action " + cr.Action)
+}
+
+// gateCreate gates a release create; the change request records the
+// pointer's revision (the precondition, or the current one).
+func (s *Server) gateCreate(c echo.Context, agent, env string, req *createReleaseRequest, expected *int64) (bool, error) {
+	if s.cfg.Access == nil {
+		return false, nil
+	}
+	ctx := c.Request().Context()
+	var target int64
+	if expected != nil {
+		target = *expected
+	} else if e, err := s.cfg.Prompts.GetEnv(ctx, agent, env); err == nil {
+		target = e.Revision
+	}
+	id := newReleaseID()
+	g := gatedCreate{ReleaseID: id, CandidateVersion: *req.CandidateVersion, Percent: req.percent, Stickiness: req.Stickiness,
+		Steps: req.steps, Message: req.Message, Overrides: hashedOverrides(id, req.Overrides), Guard: req.guard}
+	return s.gateIn(onCommit(s, c, 202, changeRequestEntity), c, actionReleaseCreate, agent, env, g, target)
+}
+
+// gateTransition gates a promote, and a resume of a release its guard
+// paused; the change request records the release's revision (the
+// precondition, or the current one).
+func (s *Server) gateTransition(c echo.Context, id string, action release.Action, reason string, expected *int64) (bool, error) {
+	if s.cfg.Access == nil || action != release.ActPromote && action != release.ActResume {
+		return false, nil
+	}
+	rel, err := s.cfg.Releases.Get(c.Request().Context(), id)
+	if err != nil || action == release.ActResume && !resumeGated(rel) {
+		return false, nil // the transition answers a missing release itself
+	}
+	if _, noop, ok := release.Next(rel.State, action); noop || !ok {
+		return false, nil // a no-op, or a 409 the transition answers
+	}
+	target := rel.Revision
+	if expected != nil {
+		target = *expected
+	}
+	name := actionReleasePromote
+	if action == release.ActResume {
+		name = actionReleaseResume
+	}
+	return s.gate(c, name, rel.Agent, rel.Env, gatedTransition{ReleaseID: id, Reason: reason}, target)
+}
