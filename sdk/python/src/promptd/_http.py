@@ -50,6 +50,9 @@ class RetryPolicy:
         return random.uniform(0, min(self.cap, self.base * (2**attempt)))
 
 
+# Lease renewals are not repeated blindly: the keepalive loop retries
+# within the lease's deadline itself.
+LEASE_RETRY = RetryPolicy(attempts=2, base=0.02, cap=0.1, max_retry_after=0.2)
 NO_RETRY = RetryPolicy(attempts=1)
 
 

@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, TypeVar
 import httpx
 
 from . import _calls, boards, stream
-from ._http import Call, RetryPolicy, Sender, headers_for, sync_transport
+from ._http import LEASE_RETRY, Call, RetryPolicy, Sender, headers_for, sync_transport
 from .errors import PromptdError, RevisionConflict
 from .lease import HeldLeases, SessionLease
 from .models import (
@@ -26,10 +26,6 @@ from .models import (
 )
 
 T = TypeVar("T")
-
-# Lease renewals are not repeated blindly: the keepalive loop retries
-# within the lease's deadline itself.
-LEASE_RETRY = RetryPolicy(attempts=2, base=0.02, cap=0.1, max_retry_after=0.2)
 
 
 class Client:
