@@ -7,11 +7,17 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/promptd ./cmd/promptd \
+# VERSION names the build in --version and promptd_build_info
+# (docker build --build-arg VERSION=v1.2.3 .).
+ARG VERSION=dev
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" -o /out/promptd ./cmd/promptd \
+ && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" -o /out/promptctl ./cmd/promptctl \
  && mkdir -p /out/data
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/promptd /usr/local/bin/promptd
+# promptctl beside it, for `docker exec ... promptctl` against the local API.
+COPY --from=build /out/promptctl /usr/local/bin/promptctl
 # The embedded-mode data directory (SQLite, generated tokens), owned by
 # the image's nonroot user (65532).
 COPY --from=build --chown=65532:65532 /out/data /data

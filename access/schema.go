@@ -11,7 +11,8 @@ import (
 const createsRow = "token_creates"
 
 // Migrations create access_tokens (managed tokens, kept after revocation
-// so a name is never reused) and access_meta.
+// so a name is never reused), access_meta, the protections and change
+// requests (changeMigrations) and the console sessions (consoleMigrations).
 func Migrations() []sqlstore.Migration {
 	return []sqlstore.Migration{{Component: "access", Version: 1, Name: "access_tokens and access_meta", Up: func(tx *gorm.DB) error {
 		d := sqlstore.Dialect(tx)
@@ -50,7 +51,7 @@ func Migrations() []sqlstore.Migration {
 			return err
 		}
 		return nil
-	}}, changeMigrations()[0]}
+	}}, changeMigrations()[0], consoleMigrations()[0], consoleMigrations()[1]}
 }
 
 // changeMigrations create access_protections (one row per protected env)

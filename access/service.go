@@ -3,6 +3,7 @@ package access
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
@@ -35,8 +36,11 @@ type Options struct {
 	MaxTokens int
 	// CacheTTL is how long a check is trusted; zero means DefaultCacheTTL.
 	CacheTTL time.Duration
-	Now      func() time.Time
-	Logger   *slog.Logger
+	// MaxConsoleSessions caps the console sessions of one token; a login
+	// past it ends the token's oldest. Zero means DefaultMaxConsoleSessions.
+	MaxConsoleSessions int
+	Now                func() time.Time
+	Logger             *slog.Logger
 }
 
 // Service keeps managed tokens. Safe for concurrent use.
@@ -50,6 +54,10 @@ type Service struct {
 	byID  map[string]hashOf
 	// used receives tokens to stamp last_used_at for (Run writes them).
 	used chan string
+	// sessions caches live console sessions by their stored key, each
+	// trusted for CacheTTL (an open console stream re-checks its session
+	// every 200 ms); ended ones are dropped here and on the bus.
+	sessions map[string]*sessionEntry
 }
 
 // entry is a cached check: the token as SQL had it at checked.
@@ -64,6 +72,7 @@ type entry struct {
 func New(o Options) *Service {
 	o.MaxTokens = cmp.Or(o.MaxTokens, DefaultMaxTokens)
 	o.CacheTTL = cmp.Or(o.CacheTTL, DefaultCacheTTL)
+	o.MaxConsoleSessions = cmp.Or(o.MaxConsoleSessions, DefaultMaxConsoleSessions)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -71,12 +80,13 @@ func New(o Options) *Service {
 		o.Logger = slog.Default()
 	}
 	s := &Service{o: o, log: audit.Log{Instance: o.Instance, Now: o.Now}, reserved: map[string]bool{},
-		cache: map[hashOf]*entry{}, byID: map[string]hashOf{}, used: make(chan string, 1024)}
+		cache: map[hashOf]*entry{}, byID: map[string]hashOf{}, used: make(chan string, 1024), sessions: map[string]*sessionEntry{}}
 	for _, n := range o.Reserved {
 		s.reserved[n] = true
 	}
 	if o.Bus != nil {
 		o.Bus.Subscribe(busKind, func(_ context.Context, ev events.Event) { s.forget(ev.ID) })
+		o.Bus.Subscribe(sessionBusKind, func(_ context.Context, ev events.Event) { s.forgetSession(ev.ID) })
 	}
 	return s
 }
@@ -100,11 +110,35 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Token, erro
 	if !plausible(secret) {
 		return nil, ErrUnknown
 	}
-	h, now := hash(secret), s.o.Now()
+	return s.AuthenticateHash(ctx, hash(secret))
+}
+
+// AuthenticateHash is Authenticate for a secret known only by its SHA-256
+// (a console session's token): the same cache, checks and errors.
+func (s *Service) AuthenticateHash(ctx context.Context, sum [sha256.Size]byte) (*Token, error) {
+	return s.authenticate(ctx, sum, true)
+}
+
+// CachedHash is AuthenticateHash from this instance's cache alone: the
+// live token of sum if it was checked within CacheTTL, else nil. It never
+// reads SQL, so a caller that must not (a client over its budget of
+// failed authentications) can still admit the tokens it knows.
+func (s *Service) CachedHash(sum [sha256.Size]byte) *Token {
+	t, _ := s.authenticate(context.Background(), sum, false)
+	return t
+}
+
+// authenticate finds the token of sum in the cache, or, when the cached
+// check is missing or old and lookup allows, in SQL.
+func (s *Service) authenticate(ctx context.Context, sum [sha256.Size]byte, lookup bool) (*Token, error) {
+	h, now := hashOf(sum), s.o.Now()
 	s.mu.RLock()
 	e := s.cache[h]
 	s.mu.RUnlock()
 	if e == nil || now.Sub(e.checked) >= s.o.CacheTTL {
+		if !lookup {
+			return nil, ErrUnknown
+		}
 		var err error
 		if e, err = s.check(ctx, h, now); err != nil {
 			return nil, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/ident"
+	"github.com/promptd/promptd/promptstore"
 )
 
 // auditEvent is one audit record.
@@ -23,7 +24,7 @@ type auditEvent struct {
 	TraceID  string          `json:"trace_id"`
 }
 
-// handleAudit: GET /v1/audit?agent=&env=&session_id=&action=&trace_id=&since=&limit=&order=
+// handleAudit: GET /v1/audit?agent=&env=&session_id=&actor=&action=&trace_id=&since=&limit=&order=
 // (admin), oldest first after the event id since; order=desc: newest
 // first, before since. The next cursor is the last event id of the page:
 // pass it as since (or cursor) for the next.
@@ -42,6 +43,12 @@ func (s *Server) handleAudit(c echo.Context) error {
 				return err
 			}
 			*q.dst = v
+		}
+	}
+	if c.QueryParams().Has("actor") {
+		f.Actor = c.QueryParam("actor")
+		if err := promptstore.ValidateOpaque("actor", f.Actor); err != nil {
+			return err
 		}
 	}
 	if f.Action = c.QueryParam("action"); !validAction(f.Action) {

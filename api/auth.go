@@ -3,7 +3,6 @@ package api
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"errors"
 	"net/http"
 	"strings"
 
@@ -72,33 +71,20 @@ const (
 // tokenEqual does, the configured secrets hashed once in New). Anything
 // else is looked up among the managed tokens (access.Service.Authenticate:
 // by the secret's hash, the stored hash compared in constant time). A
-// managed token SQL cannot confirm is 503 store_unavailable.
+// managed token SQL cannot confirm is 503 store_unavailable. A request
+// without an Authorization header may present a console session cookie
+// instead (consoleSession: its token re-checked by hash, and a CSRF token
+// on unsafe methods).
 func (s *Server) authenticate(r *http.Request) (*access.Token, error) {
+	if s.viaCookie(r) {
+		t, _, err := s.consoleSession(r)
+		return t, err
+	}
 	presented := bearerToken(r)
 	if presented == "" {
 		return nil, errUnauthorized()
 	}
-	h := sha256.Sum256([]byte(presented))
-	found := -1
-	for i := range s.bootstrap {
-		if subtle.ConstantTimeCompare(h[:], s.secretHashes[i][:]) == 1 {
-			found = i
-		}
-	}
-	if found >= 0 {
-		return s.bootstrap[found], nil
-	}
-	if s.cfg.Access == nil {
-		return nil, errUnauthorized()
-	}
-	t, err := s.cfg.Access.Authenticate(r.Context(), presented)
-	switch {
-	case errors.Is(err, access.ErrUnknown):
-		return nil, errUnauthorized()
-	case err != nil:
-		return nil, err
-	}
-	return t, nil
+	return s.tokenOfHash(r, sha256.Sum256([]byte(presented)), presented)
 }
 
 // hashSecrets hashes the configured secrets for authenticate.

@@ -107,6 +107,7 @@ var statuses = map[string]int{
 	"change_request_not_found": 404,
 	"change_request_closed":    409,
 	"self_approval":            403,
+	"csrf_failed":              403,
 }
 
 // Error is an error with a code the client can act on. Handlers return

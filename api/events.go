@@ -264,7 +264,7 @@ func (s *Server) serveFeed(c echo.Context, sse bool, adjust func(*feedQuery)) er
 	defer cancel()
 	stop := context.AfterFunc(s.closing, cancel)
 	defer stop()
-	if t := tokenOf(c); t != nil && !t.Bootstrap {
+	if t := tokenOf(c); t != nil && (!t.Bootstrap || s.viaCookie(c.Request())) {
 		go s.watchToken(ctx, c.Request(), cancel)
 	}
 	if sse {
@@ -275,18 +275,31 @@ func (s *Server) serveFeed(c echo.Context, sse bool, adjust func(*feedQuery)) er
 
 // scan reads the feed after position after up to limit matching events,
 // skipping what q's filter and the token's role hide; it returns them and
-// the position scanned.
-func (s *Server) scan(ctx context.Context, q feedQuery, after int64, limit int) ([]audit.Stamped, int64, error) {
-	var out []audit.Stamped
+// the position scanned. It looks at most Config.FeedScanMax events: more
+// reports that it stopped there with the feed not yet read to its head,
+// so a filter that matches little costs a bounded slice of the feed per
+// answer, and next still advances.
+func (s *Server) scan(ctx context.Context, q feedQuery, after int64, limit int) (out []audit.Stamped, next int64, more bool, err error) {
+	budget := s.cfg.FeedScanMax
+	read := s.cfg.Feed.Read
+	if b := q.filter.Board; b != "" { // a board's feed reads only its events
+		read = func(ctx context.Context, after int64, limit int) ([]audit.Stamped, int64, error) {
+			return s.cfg.Feed.ReadBoard(ctx, b, after, limit)
+		}
+	}
 	for {
-		evs, scanned, err := s.cfg.Feed.Read(ctx, after, max(limit, streamPage))
+		evs, scanned, err := read(ctx, after, max(limit, streamPage))
 		if err != nil {
-			return nil, after, err
+			return nil, after, false, err
 		}
 		for _, e := range evs {
 			if len(out) == limit {
-				return out, after, nil
+				return out, after, false, nil
 			}
+			if budget == 0 {
+				return out, after, true, nil
+			}
+			budget--
 			after = e.Seq
 			if visibleTo(q.role, e.Action) && visible(q.token, e.Agent, e.Env, e.Board) && q.filter.Match(e) {
 				out = append(out, e)
@@ -294,7 +307,7 @@ func (s *Server) scan(ctx context.Context, q feedQuery, after int64, limit int) 
 		}
 		after = max(after, scanned)
 		if len(evs) == 0 || len(out) == limit {
-			return out, after, nil
+			return out, after, false, nil
 		}
 	}
 }
@@ -305,12 +318,12 @@ func (s *Server) pollFeed(c echo.Context, ctx context.Context, q feedQuery, afte
 	s.extendDeadlines(c, q.wait)
 	deadline := time.Now().Add(q.wait)
 	for {
-		out, next, err := s.scan(ctx, q, after, q.limit)
+		out, next, more, err := s.scan(ctx, q, after, q.limit)
 		if err != nil {
 			return err
 		}
 		after = next
-		if len(out) > 0 || !time.Now().Before(deadline) {
+		if len(out) > 0 || more || !time.Now().Before(deadline) {
 			items := make([]feedEvent, len(out))
 			for i, e := range out {
 				items[i] = toFeedEvent(e, q.role == RoleAdmin)
@@ -360,7 +373,7 @@ func (s *Server) streamFeed(c echo.Context, ctx context.Context, q feedQuery, af
 	var buf bytes.Buffer
 	progress := time.Now().Add(progressEvery)
 	for {
-		out, next, err := s.scan(ctx, q, after, streamPage)
+		out, next, more, err := s.scan(ctx, q, after, streamPage)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -385,7 +398,7 @@ func (s *Server) streamFeed(c echo.Context, ctx context.Context, q feedQuery, af
 			}
 		}
 		after = next
-		if len(out) == streamPage {
+		if len(out) == streamPage || more {
 			continue
 		}
 		wctx, cancel := context.WithDeadline(ctx, progress)
@@ -410,10 +423,12 @@ func (s *Server) streamFeed(c echo.Context, ctx context.Context, q feedQuery, af
 const tokenRecheck = 200 * time.Millisecond
 
 // watchToken cancels a stream or wait when its request's token is revoked
-// or expires, or SQL can no longer confirm it; it returns when ctx ends.
+// or expires, or SQL can no longer confirm it, or (console cookie) its
+// session is logged out or expires; it returns when ctx ends.
 func (s *Server) watchToken(ctx context.Context, r *http.Request, cancel context.CancelFunc) {
 	t := time.NewTicker(tokenRecheck)
 	defer t.Stop()
+	r = asRecheck(r)
 	for {
 		select {
 		case <-ctx.Done():

@@ -62,6 +62,9 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 		if len(r.Header.Values(headerIdempotencyKey)) == 0 {
 			return next(c)
 		}
+		if c.QueryParam("dry_run") == "true" { // writes nothing, so nothing is recorded under the key
+			return next(c)
+		}
 		if !validIdempotencyKey(key) || len(r.Header.Values(headerIdempotencyKey)) > 1 {
 			return invalidField(headerIdempotencyKey, "Idempotency-Key must be one value of 1..%d printable ASCII characters", maxIdempotencyKey)
 		}

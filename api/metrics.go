@@ -17,6 +17,9 @@ type httpMetrics struct {
 	duration *prometheus.HistogramVec
 	storeUp  *prometheus.GaugeVec
 	mode     prometheus.Gauge
+	// authFailures counts failed authentications by outcome: refused
+	// (401, spending the address's budget) or limited (429, over it).
+	authFailures *prometheus.CounterVec
 	// observers caches duration's children by series (a seriesKey):
 	// WithLabelValues hashes its labels and formats the status on every
 	// call, and there are a few dozen series (routes are templates).
@@ -44,9 +47,13 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 			Name: "promptd_degraded_mode",
 			Help: "1 while a store is down (as of the last readiness check), else 0.",
 		}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "promptd_auth_failures_total",
+			Help: "Failed authentications: refused (401, counted against the client address's budget) or limited (429, the address over PROMPTD_AUTH_FAILURES_PER_MINUTE).",
+		}, []string{"outcome"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.duration, m.storeUp, m.mode)
+		reg.MustRegister(m.duration, m.storeUp, m.mode, m.authFailures)
 	}
 	return m
 }

@@ -20,6 +20,14 @@ func (s *Server) routes() {
 	s.e.GET("/metrics", s.handleMetrics())
 	s.e.GET("/openapi.yaml", s.handleOpenAPI)
 
+	// The web console (console.go, console_auth.go): its pages and its
+	// login into a session cookie, which the /v1 routes then accept.
+	s.e.GET("/ui", s.handleConsoleRoot, consoleHeaders)
+	s.e.GET("/ui/*", s.handleConsoleFile, consoleHeaders)
+	s.e.POST("/ui/login", s.handleConsoleLogin, consoleHeaders)
+	s.e.GET("/ui/session", s.handleConsoleSession, consoleHeaders)
+	s.e.POST("/ui/logout", s.handleConsoleLogout, consoleHeaders)
+
 	// runtime: any valid token; admin: admin tokens only. Idempotent POSTs
 	// take an Idempotency-Key.
 	runtime, admin := []echo.MiddlewareFunc{s.require(RoleRuntime), s.domain}, []echo.MiddlewareFunc{s.require(RoleAdmin), s.domain}
@@ -36,6 +44,7 @@ func (s *Server) routes() {
 
 	// Env pointers and revocations.
 	v1.GET("/agents/:agent/envs/:env", s.handleGetEnv, runtime...)
+	v1.GET("/agents/:agent/envs/:env/history", s.handleEnvHistory, runtime...)
 	v1.PUT("/agents/:agent/envs/:env", s.handlePutEnv, admin...)
 	v1.POST("/agents/:agent/envs/:env/revocations", s.handleRevoke, admin...)
 	v1.DELETE("/agents/:agent/envs/:env/revocations/:version", s.handleLiftRevocation, admin...)
@@ -63,6 +72,7 @@ func (s *Server) routes() {
 
 	// Sessions and their leases (lease routes take no Idempotency-Key).
 	v1.POST("/sessions", s.handleCreateSession, idempotentRuntime...)
+	v1.GET("/sessions", s.handleListSessions, runtime...) // lists.go
 	v1.GET("/sessions/:id", s.handleGetSession, runtime...)
 	v1.POST("/sessions/:id/turns", s.handleAppendTurns, idempotentRuntime...)
 	v1.PUT("/sessions/:id/state/:key", s.handlePutState, idempotentRuntime...)
@@ -78,6 +88,7 @@ func (s *Server) routes() {
 	v1.DELETE("/leases/:lease_id", s.handleReleaseLeases, runtime...)
 
 	// Boards: the shared blackboard (boards.go).
+	v1.GET("/boards", s.handleListBoards, runtime...) // lists.go
 	v1.PUT("/boards/:board", s.handlePutBoard, admin...)
 	v1.GET("/boards/:board", s.handleGetBoard, runtime...)
 	v1.POST("/boards/:board/records", s.handleCreateRecord, idempotentRuntime...)
@@ -132,6 +143,7 @@ var routeNeeds = map[string]scopeNeed{
 	"GET /v1/agents/:agent/versions/:version":                 agentOnly,
 	"GET /v1/agents/:agent/versions/:a/diff/:b":               agentOnly,
 	"GET /v1/agents/:agent/envs/:env":                         agentEnv,
+	"GET /v1/agents/:agent/envs/:env/history":                 agentEnv,
 	"PUT /v1/agents/:agent/envs/:env":                         agentEnv,
 	"POST /v1/agents/:agent/envs/:env/revocations":            agentEnv,
 	"DELETE /v1/agents/:agent/envs/:env/revocations/:version": agentEnv,
@@ -194,6 +206,8 @@ var routeNeeds = map[string]scopeNeed{
 	"POST /v1/exposures":                                      inHandler,
 	"GET /v1/agents/:agent/envs/:env/exposures":               agentEnv,
 	"POST /v1/outcomes":                                       inHandler,
+	"GET /v1/sessions":                                        inHandler,
+	"GET /v1/boards":                                          inHandler,
 }
 
 // composed registers routes with their middleware composed once, at

@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -90,6 +92,20 @@ type Config struct {
 	// StreamsPerToken caps the open event streams and waits per token on
 	// this instance; zero means DefaultStreamsPerToken.
 	StreamsPerToken int
+	// AuthFailuresPerMinute is how many failed authentications a client
+	// address may make per minute on this instance (in a burst of as
+	// many) before its unknown tokens are refused with 429 quota_exceeded
+	// without a SQL lookup; zero means DefaultAuthFailuresPerMinute,
+	// negative turns the limit off.
+	AuthFailuresPerMinute int
+	// TrustedProxies are the proxies whose X-Forwarded-For names the
+	// client (for the failed-authentication limit and the logs); empty:
+	// the connection's address is the client's.
+	TrustedProxies []netip.Prefix
+	// FeedScanMax bounds the feed events one long-poll answer looks at
+	// (a filter that matches little answers with next advanced, and the
+	// client asks again); zero means DefaultFeedScanMax.
+	FeedScanMax int
 	// Webhooks serves the /v1/webhooks routes; nil: they answer 500
 	// internal.
 	Webhooks *webhook.Service
@@ -103,6 +119,18 @@ type Config struct {
 	// counts, and counts this server's own resolves; nil: those routes
 	// answer 500 internal and nothing is counted.
 	Exposures *exposure.Service
+
+	// Console is the web console's files (console.Assets()), served at
+	// /ui/ with login into a session cookie (console_auth.go); nil: the
+	// console is off, /ui/ answers 404 and no cookie is accepted.
+	Console fs.FS
+	// ConsoleSessionTTL is how long a console login lasts; zero means
+	// access.DefaultSessionTTL (12h).
+	ConsoleSessionTTL time.Duration
+	// ConsoleSecureCookie marks the session cookie Secure on every login
+	// (a TLS proxy that sends no X-Forwarded-Proto); otherwise it is
+	// Secure when the login came over TLS or X-Forwarded-Proto says https.
+	ConsoleSecureCookie bool
 
 	// Connection limits (zero means the default of each). See
 	// DefaultReadTimeout and the others for what each bounds.
@@ -145,6 +173,12 @@ const (
 	DefaultMaxConns = 16384
 )
 
+// DefaultFeedScanMax is how many feed events one long-poll answer looks at
+// by default: a filter that matches none of them answers after that many,
+// next advanced by them (read from SQL: about 0.1 s on SQLite in the
+// console benchmark, TestConsolePages_serverTimePerPage).
+const DefaultFeedScanMax = 10000
+
 // answerCacheBytes bounds the bodies the resolve answer cache holds.
 const answerCacheBytes = 32 << 20
 
@@ -173,6 +207,11 @@ type Server struct {
 	// undecided lists the routes registered without one (scopes.go).
 	needs     map[string]scopeNeed
 	undecided []string
+	// console holds the console's files (nil: the console is off).
+	console consoleFiles
+	// authLimit refuses client addresses that fail to authenticate too
+	// often (nil: off).
+	authLimit *authLimiter
 	// streams counts open event streams per token; closing ends them at
 	// Shutdown.
 	streams  *streamSlots
@@ -206,6 +245,7 @@ func New(cfg Config) *Server {
 	cfg.WriteTimeout = cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout)
 	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
 	cfg.MaxConns = cmp.Or(cfg.MaxConns, DefaultMaxConns)
+	cfg.FeedScanMax = cmp.Or(cfg.FeedScanMax, DefaultFeedScanMax)
 	if cfg.Prompts != nil {
 		if cfg.Resolver == nil {
 			cfg.Resolver = cfg.Prompts
@@ -222,17 +262,28 @@ func New(cfg Config) *Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	// Client addresses come from the connection, never from headers a
-	// client can forge.
+	// client can forge; from a trusted proxy, from the X-Forwarded-For
+	// entry it added (the rightmost address that is not a trusted proxy).
 	e.IPExtractor = echo.ExtractIPDirect()
+	if len(cfg.TrustedProxies) > 0 {
+		trust := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+		for _, p := range cfg.TrustedProxies {
+			p = p.Masked()
+			trust = append(trust, echo.TrustIPRange(&net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}))
+		}
+		e.IPExtractor = echo.ExtractIPFromXFFHeader(trust...)
+	}
 	e.Server.ReadHeaderTimeout = cfg.ReadHeaderTimeout
 	e.Server.ReadTimeout = cfg.ReadTimeout
 	e.Server.WriteTimeout = cfg.WriteTimeout
 	e.Server.IdleTimeout = cfg.IdleTimeout
 	e.Server.ErrorLog = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
 
-	s := &Server{e: e, cfg: cfg, log: cfg.Logger, metrics: newHTTPMetrics(cfg.Registerer),
+	metrics := newHTTPMetrics(cfg.Registerer)
+	s := &Server{e: e, cfg: cfg, log: cfg.Logger, metrics: metrics,
 		limits: map[string]int64{"/v1/import": cfg.ImportMaxBytes}, answers: newAnswerCache(answerCacheBytes),
 		secretHashes: hashSecrets(cfg.Tokens), bootstrap: bootstrapTokens(cfg.Tokens),
+		console: loadConsole(cfg.Console), authLimit: newAuthLimiter(cfg.AuthFailuresPerMinute, e.IPExtractor, metrics.authFailures),
 		streams: &streamSlots{open: map[string]int{}, limit: cmp.Or(cfg.StreamsPerToken, DefaultStreamsPerToken)}}
 	s.closing, s.closeAll = context.WithCancel(context.Background())
 	e.HTTPErrorHandler = s.handleError

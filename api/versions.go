@@ -49,9 +49,15 @@ func versionEntity(v *promptstore.Version) any { return versionBody(v) }
 const immutable = "public, max-age=31536000, immutable"
 
 // handleCreateVersion: POST /v1/agents/{agent}/versions (admin,
-// Idempotency-Key). 201 with the version.
+// Idempotency-Key). 201 with the version. With ?dry_run=true it writes
+// nothing: 200 with the version a create would make now, or the 4xx a
+// create would answer (the same checks, promptstore.CheckVersion).
 func (s *Server) handleCreateVersion(c echo.Context) error {
 	agent, err := pathID(c, "agent")
+	if err != nil {
+		return err
+	}
+	dryRun, err := dryRunOf(c)
 	if err != nil {
 		return err
 	}
@@ -59,13 +65,43 @@ func (s *Server) handleCreateVersion(c echo.Context) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
+	in := promptstore.CreateVersionInput{Agent: agent, BaseVersion: *req.BaseVersion, Config: req.Config, Message: req.Message}
+	if dryRun {
+		v, err := s.cfg.Prompts.CheckVersion(c.Request().Context(), in)
+		if err != nil {
+			return err
+		}
+		return s.send(c, http.StatusOK, dryRunVersion{Agent: v.Agent, Version: v.Version, Config: v.Config,
+			ContentHash: v.ContentHash, Message: v.Message, DryRun: true})
+	}
 	ctx := onCommit(s, c, http.StatusCreated, versionEntity)
-	v, err := s.cfg.Prompts.CreateVersion(ctx, promptstore.CreateVersionInput{
-		Agent: agent, BaseVersion: *req.BaseVersion, Config: req.Config, Message: req.Message})
+	v, err := s.cfg.Prompts.CreateVersion(ctx, in)
 	if err != nil {
 		return err
 	}
 	return s.send(c, http.StatusCreated, versionBody(v))
+}
+
+// dryRunVersion is the answer of a dry-run create: the version it would
+// make.
+type dryRunVersion struct {
+	Agent       string          `json:"agent"`
+	Version     int             `json:"version"`
+	Config      json.RawMessage `json:"config"`
+	ContentHash string          `json:"content_hash"`
+	Message     string          `json:"message"`
+	DryRun      bool            `json:"dry_run"`
+}
+
+// dryRunOf reads ?dry_run=: true or false (the default).
+func dryRunOf(c echo.Context) (bool, error) {
+	switch v := c.QueryParam("dry_run"); {
+	case v == "true":
+		return true, nil
+	case v == "false", v == "" && !c.QueryParams().Has("dry_run"):
+		return false, nil
+	}
+	return false, invalidField("dry_run", "dry_run is true (check, write nothing) or false")
 }
 
 // handleListVersions: GET /v1/agents/{agent}/versions, newest first.

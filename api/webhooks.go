@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -126,14 +127,21 @@ func webhookID(c echo.Context) (string, error) {
 	return id, nil
 }
 
-// handleListWebhooks: GET /v1/webhooks, newest first (at most 100 exist:
-// one page).
+// handleListWebhooks: GET /v1/webhooks, newest first, paginated like
+// every list (limit, cursor, next).
 func (s *Server) handleListWebhooks(c echo.Context) error {
 	hs, err := s.webhooks()
 	if err != nil {
 		return err
 	}
-	ws, err := hs.List(c.Request().Context())
+	page, err := pageOf(c)
+	if err != nil {
+		return err
+	}
+	ws, next, err := hs.List(c.Request().Context(), page.Cursor, page.Limit)
+	if errors.Is(err, webhook.ErrBadCursor) {
+		return invalidField("cursor", "cursor must be the next value of a previous page")
+	}
 	if err != nil {
 		return err
 	}
@@ -141,7 +149,7 @@ func (s *Server) handleListWebhooks(c echo.Context) error {
 	for i, w := range ws {
 		items[i] = webhookBody(w)
 	}
-	return s.send(c, http.StatusOK, list[webhookResponse]{Items: items})
+	return s.send(c, http.StatusOK, list[webhookResponse]{Items: items, Next: cursor(next)})
 }
 
 // handleGetWebhook: GET /v1/webhooks/{id}.

@@ -104,6 +104,19 @@ type Stamped struct {
 // ReadAfter returns the feed's events with seq > after, in seq order, at
 // most limit of them.
 func ReadAfter(ctx context.Context, db *gorm.DB, after int64, limit int) ([]Stamped, error) {
+	return readAfter(ctx, db, "", after, limit)
+}
+
+// ReadBoardAfter is ReadAfter of one board's events (the index
+// audit_events_board): the others are not read.
+func ReadBoardAfter(ctx context.Context, db *gorm.DB, board string, after int64, limit int) ([]Stamped, error) {
+	if board == "" {
+		return nil, errors.New("audit: board is required")
+	}
+	return readAfter(ctx, db, board, after, limit)
+}
+
+func readAfter(ctx context.Context, db *gorm.DB, board string, after int64, limit int) ([]Stamped, error) {
 	if limit <= 0 {
 		return nil, errors.New("audit: limit must be positive")
 	}
@@ -114,8 +127,12 @@ func ReadAfter(ctx context.Context, db *gorm.DB, after int64, limit int) ([]Stam
 		Actor, Instance, Action, Agent, Env, SessionID, Board, Resource string
 		Details, TraceID, SpanID                                        string
 	}
+	where, args := `seq > ?`, []any{after, limit}
+	if board != "" {
+		where, args = `board = ? AND seq > ?`, []any{board, after, limit}
+	}
 	if err := db.WithContext(ctx).Raw(`SELECT seq, id, at_ms, actor, instance, action, agent, env, session_id, board, resource, details, trace_id, span_id
-		FROM audit_events WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit).Scan(&rows).Error; err != nil {
+		FROM audit_events WHERE `+where+` ORDER BY seq LIMIT ?`, args...).Scan(&rows).Error; err != nil {
 		return nil, sqlstore.Translate(err)
 	}
 	out := make([]Stamped, len(rows))

@@ -65,6 +65,13 @@ func (s *Service) claim(ctx context.Context, board, id string, in ClaimInput) (*
 	win := int64(-1)
 	for attempt := 0; ; attempt++ {
 		wake := s.wakeup(board) // before the attempt: a change during it is not missed
+		if r, ok, err := s.claimKnown(ctx, board, id, in); err != nil {
+			return nil, storeErr(err)
+		} else if ok {
+			s.m.claimed(board, time.Since(start))
+			s.publish(ctx, board, r.Revision)
+			return r, nil
+		}
 		v, def, err := s.readClaimView(ctx, board, in.MinPriority)
 		if err != nil {
 			s.uncountAt(ctx, board, actor, win)
@@ -75,13 +82,7 @@ func (s *Service) claim(ctx context.Context, board, id string, in ClaimInput) (*
 				return nil, err
 			}
 		}
-		r, err := s.claimOnce(ctx, board, id, in, def, v.ExpiredID)
-		// InnoDB may still pick a claim as a deadlock victim; it was rolled
-		// back whole, so it is tried again, a few times
-		for retry := 0; retry < 5 && errors.Is(err, sqlstore.ErrUnavailable) && ctx.Err() == nil; retry++ {
-			time.Sleep(time.Duration(retry+1) * time.Millisecond)
-			r, err = s.claimOnce(ctx, board, id, in, def, v.ExpiredID)
-		}
+		r, err := s.retryVictim(ctx, func() (*Record, error) { return s.claimOnce(ctx, board, id, in, def, v.ExpiredID, 0) })
 		switch {
 		case err == nil:
 			s.m.claimed(board, time.Since(start))
@@ -109,12 +110,50 @@ func (s *Service) claim(ctx context.Context, board, id string, in ClaimInput) (*
 	}
 }
 
+// claimKnown is claim-next's quick path on a board whose machine a claim
+// read before (and with no claim quota, which counts by the SQL clock
+// before the claim): the machine's revision, the clock and the first
+// expired claim come with the candidate's locking read, in one statement
+// instead of two. ok false: no candidate in the from state, or the board
+// was redefined since (its machine is read again), and the caller goes
+// the long way, which reads the board first.
+func (s *Service) claimKnown(ctx context.Context, board, id string, in ClaimInput) (r *Record, ok bool, err error) {
+	cd, known := s.cachedDef(board)
+	if id != "" || !known || cd.def.Quota.ClaimsPerMinute > 0 {
+		return nil, false, nil
+	}
+	r, err = s.retryVictim(ctx, func() (*Record, error) { return s.claimOnce(ctx, board, "", in, cd.def, nil, cd.rev) })
+	switch {
+	case err == nil:
+		return r, true, nil
+	case errors.Is(err, errNone), errors.Is(err, errRedefined):
+		return nil, false, nil
+	}
+	return nil, false, err
+}
+
+// errRedefined: the board's machine changed since the claim's cached copy;
+// the claim's transaction rolls back.
+var errRedefined = errors.New("board: redefined since the claim read it")
+
+// retryVictim runs a claim transaction again, a few times, when InnoDB
+// picked it as a deadlock victim: it was rolled back whole.
+func (s *Service) retryVictim(ctx context.Context, claim func() (*Record, error)) (*Record, error) {
+	r, err := claim()
+	for retry := 0; retry < 5 && errors.Is(err, sqlstore.ErrUnavailable) && ctx.Err() == nil; retry++ {
+		time.Sleep(time.Duration(retry+1) * time.Millisecond)
+		r, err = claim()
+	}
+	return r, err
+}
+
 // claimView is what a claim attempt reads, in one plain read, before its
 // transaction: the board's machine, the SQL clock, and the first record
 // in board order whose claim expired (none, usually), which the
 // transaction locks by its key and checks again.
 type claimView struct {
 	Definition string
+	Revision   int64
 	NowMs      int64
 	ExpiredID  *string
 }
@@ -135,9 +174,7 @@ func (s *Service) readClaimView(ctx context.Context, board string, minPriority *
 	if sqlstore.Dialect(db) == sqlstore.MySQL {
 		force = " FORCE INDEX (board_records_expiry)"
 	}
-	q := `SELECT definition, ` + now + ` AS now_ms,
-		(SELECT id FROM board_records` + force + ` WHERE board = boards.board AND claim_expires_at_ms <= ` + now + ` AND owner <> ''` + prio + `
-			ORDER BY priority DESC, created_at_ms, id LIMIT 1) AS expired_id
+	q := `SELECT definition, revision, ` + now + ` AS now_ms, ` + expiredFirst(force, "boards.board", now, prio) + ` AS expired_id
 		FROM boards WHERE board = ?`
 	args := append(append(append(append([]any{}, nargs...), nargs...), pargs...), board)
 	var rows []claimView
@@ -151,17 +188,32 @@ func (s *Service) readClaimView(ctx context.Context, board string, minPriority *
 	if err != nil {
 		return nil, nil, err
 	}
+	s.keepDef(board, rows[0].Revision, def)
 	return &rows[0], def, nil
 }
 
-// claimRow is a record and the SQL clock read with it.
-type claimRow struct {
-	Rec   recordRow `gorm:"embedded"`
-	NowMs int64
+// expiredFirst is the subquery of the first record in board order of
+// board (an SQL expression) whose claim expired: a plain read, also within
+// a locking statement (MariaDB and MySQL lock no row a subquery of the
+// select list reads).
+func expiredFirst(force, board, now, prio string) string {
+	return `(SELECT id FROM board_records` + force + ` WHERE board = ` + board + ` AND claim_expires_at_ms <= ` + now + ` AND owner <> ''` + prio + `
+			ORDER BY priority DESC, created_at_ms, id LIMIT 1)`
 }
 
-// claimOnce is one claim transaction.
-func (s *Service) claimOnce(ctx context.Context, board, id string, in ClaimInput, def *Definition, expiredID *string) (*Record, error) {
+// claimRow is a record and the SQL clock read with it, and on claimKnown's
+// path the board's revision and first expired claim.
+type claimRow struct {
+	Rec       recordRow `gorm:"embedded"`
+	NowMs     int64
+	DefRev    int64
+	ExpiredID *string
+}
+
+// claimOnce is one claim transaction. defRev > 0 (claimKnown): def is the
+// machine at that revision, checked by the candidate's read, which also
+// finds the first expired claim (expiredID is not known yet).
+func (s *Service) claimOnce(ctx context.Context, board, id string, in ClaimInput, def *Definition, expiredID *string, defRev int64) (*Record, error) {
 	sctx, cancel := s.sqlCtx(ctx)
 	defer cancel()
 	// READ COMMITTED: the claim's locking reads take no gap locks and keep
@@ -177,7 +229,7 @@ func (s *Service) claimOnce(ctx context.Context, board, id string, in ClaimInput
 			if expiredID != nil {
 				expired = *expiredID
 			}
-			if r, now, err = s.candidate(tx, board, def, in.MinPriority, expired); err != nil {
+			if r, now, err = s.candidate(tx, board, def, in.MinPriority, expired, defRev); err != nil {
 				return nil, err
 			}
 		} else {
@@ -231,21 +283,39 @@ func (s *Service) claimOnce(ctx context.Context, board, id string, in ClaimInput
 // other claims hold, and every entry completions left delete-marked, up
 // to the index's end, and its next-key lock on the supremum deadlocked
 // with the claims inserting their new expiry entries there.
-func (s *Service) candidate(tx *gorm.DB, board string, def *Definition, minPriority *int64, expiredID string) (*recordRow, int64, error) {
-	lock, force := skipLocked(tx), ""
+func (s *Service) candidate(tx *gorm.DB, board string, def *Definition, minPriority *int64, expiredID string, defRev int64) (*recordRow, int64, error) {
+	lock, force, forceExpiry := skipLocked(tx), "", ""
 	if lock != "" {
-		force = " FORCE INDEX (board_records_order)"
+		force, forceExpiry = " FORCE INDEX (board_records_order)", " FORCE INDEX (board_records_expiry)"
 	}
 	now, nargs := s.nowExpr(tx)
 	prio, pargs := "", []any{}
 	if minPriority != nil {
 		prio, pargs = ` AND priority >= ?`, []any{*minPriority}
 	}
+	// claimKnown's path: the board's revision and its first expired claim
+	// as plain reads within the locking one
+	known, kargs := "", []any{}
+	if defRev > 0 {
+		known = `, (SELECT revision FROM boards WHERE board = ?) AS def_rev, ` + expiredFirst(forceExpiry, "?", now, prio) + ` AS expired_id`
+		kargs = append(append(append(kargs, board, board), nargs...), pargs...)
+	}
 	var from, expired []claimRow
-	if err := tx.Raw(`SELECT `+recordCols+`, `+now+` AS now_ms FROM board_records`+force+
+	if err := tx.Raw(`SELECT `+recordCols+`, `+now+` AS now_ms`+known+` FROM board_records`+force+
 		` WHERE board = ? AND state = ? AND owner = '' AND attempts < ?`+prio+` ORDER BY priority DESC, created_at_ms, id LIMIT 1`+lock,
-		append(append(append([]any{}, nargs...), board, def.Claim.From, def.Claim.MaxAttempts), pargs...)...).Scan(&from).Error; err != nil {
+		append(append(append(append([]any{}, nargs...), kargs...), board, def.Claim.From, def.Claim.MaxAttempts), pargs...)...).Scan(&from).Error; err != nil {
 		return nil, 0, err
+	}
+	if defRev > 0 {
+		if len(from) == 0 {
+			return nil, 0, errNone // the long way looks for expired claims
+		}
+		if from[0].DefRev != defRev {
+			return nil, 0, errRedefined
+		}
+		if from[0].ExpiredID != nil {
+			expiredID = *from[0].ExpiredID
+		}
 	}
 	if expiredID != "" {
 		if err := tx.Raw(`SELECT `+recordCols+`, `+now+` AS now_ms FROM board_records

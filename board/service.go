@@ -72,6 +72,36 @@ type Service struct {
 	mu      sync.Mutex
 	wakes   map[string]chan struct{} // board -> closed at its next change
 	cleaned time.Time                // the sweeper's last retention cleanup
+	defs    map[string]cachedDef     // board -> its machine as a claim last read it
+}
+
+// cachedDef is a board's machine at one revision. A claim-next trusts it
+// only together with the revision its own locking read returns: a machine
+// redefined since is noticed in the same statement, and that claim rolls
+// back and reads the board again.
+type cachedDef struct {
+	rev int64
+	def *Definition
+}
+
+// maxCachedDefs bounds the machines kept (a claim of a board not kept
+// reads its machine first, as every claim did before the cache).
+const maxCachedDefs = 4096
+
+func (s *Service) cachedDef(board string) (cachedDef, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.defs[board]
+	return d, ok
+}
+
+func (s *Service) keepDef(board string, rev int64, def *Definition) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.defs == nil || len(s.defs) >= maxCachedDefs {
+		s.defs = map[string]cachedDef{}
+	}
+	s.defs[board] = cachedDef{rev: rev, def: def}
 }
 
 // New returns a Service.

@@ -426,14 +426,8 @@ func (f *Feed) Read(ctx context.Context, after int64, limit int) ([]audit.Stampe
 		return out, out[n-1].Seq, nil
 	}
 	f.mu.Unlock()
-	if after > 0 {
-		oldest, err := f.Oldest(ctx)
-		if err != nil {
-			return nil, after, err
-		}
-		if after < oldest {
-			return nil, after, &CursorExpiredError{Oldest: oldest}
-		}
+	if err := f.kept(ctx, after); err != nil {
+		return nil, after, err
 	}
 	evs, err := audit.ReadAfter(ctx, f.o.DB, after, limit)
 	if err != nil {
@@ -443,6 +437,67 @@ func (f *Feed) Read(ctx context.Context, after int64, limit int) ([]audit.Stampe
 		return nil, max(after, f.Head()), nil
 	}
 	return evs, evs[len(evs)-1].Seq, nil
+}
+
+// ReadBoard is Read of one board's events: the others are skipped in
+// memory, and not read at all from the store (the board's index). The
+// position scanned is the last event returned when limit were found, else
+// the feed's head as it was before the read (every event up to it is
+// stamped and so seen by the read), or after, whichever is newer.
+func (f *Feed) ReadBoard(ctx context.Context, board string, after int64, limit int) ([]audit.Stamped, int64, error) {
+	if limit <= 0 {
+		return nil, after, errors.New("events: limit must be positive")
+	}
+	f.mu.Lock()
+	if f.started && after >= f.first-1 {
+		defer f.mu.Unlock()
+		if after >= f.head {
+			return nil, max(after, f.head), nil
+		}
+		var out []audit.Stamped
+		for _, e := range f.ring[after-f.first+1:] {
+			if e.Board != board {
+				continue
+			}
+			if out = append(out, e); len(out) == limit {
+				return out, e.Seq, nil
+			}
+		}
+		return out, f.head, nil
+	}
+	f.mu.Unlock()
+	if err := f.kept(ctx, after); err != nil {
+		return nil, after, err
+	}
+	head := f.Head()
+	evs, err := audit.ReadBoardAfter(ctx, f.o.DB, board, after, limit)
+	if err != nil {
+		return nil, after, err
+	}
+	if len(evs) == limit {
+		return evs, evs[len(evs)-1].Seq, nil
+	}
+	scanned := max(after, head)
+	if len(evs) > 0 {
+		scanned = max(scanned, evs[len(evs)-1].Seq)
+	}
+	return evs, scanned, nil
+}
+
+// kept is nil when the events after position after are still kept (0:
+// from the oldest), else a *CursorExpiredError.
+func (f *Feed) kept(ctx context.Context, after int64) error {
+	if after <= 0 {
+		return nil
+	}
+	oldest, err := f.Oldest(ctx)
+	if err != nil {
+		return err
+	}
+	if after < oldest {
+		return &CursorExpiredError{Oldest: oldest}
+	}
+	return nil
 }
 
 // Oldest is the oldest position a reader may resume from (its events

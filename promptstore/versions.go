@@ -117,6 +117,29 @@ func (s *Store) CreateVersion(ctx context.Context, in CreateVersionInput) (*Vers
 	return v, nil
 }
 
+// CheckVersion answers what CreateVersion would, writing nothing: the
+// same validation (prepare) and the same base check against the agent's
+// latest version (*VersionConflict), read from SQL. The version it
+// returns is the one a create would make now, without a creation time.
+// A create made after it can still conflict: the check holds no lock.
+func (s *Store) CheckVersion(ctx context.Context, in CreateVersionInput) (*Version, error) {
+	p, err := prepare(in)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := s.sqlCtx(ctx)
+	defer cancel()
+	latest, err := latestVersion(s.db.WithContext(sctx), in.Agent)
+	if err != nil {
+		return nil, err
+	}
+	if latest != in.BaseVersion {
+		return nil, &VersionConflict{Agent: in.Agent, Base: in.BaseVersion, Latest: latest}
+	}
+	return &Version{Agent: in.Agent, Version: in.BaseVersion + 1, Config: p.canon, ContentHash: p.hash,
+		Message: in.Message, CreatedBy: audit.Actor(ctx)}, nil
+}
+
 // insertVersion writes one version within tx.
 func (s *Store) insertVersion(ctx context.Context, tx *gorm.DB, p *prepared) (*Version, error) {
 	now := s.now()

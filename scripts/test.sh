@@ -56,7 +56,20 @@ print_faults() {
 	fi
 }
 
+# The console's browser suite (internal/browsertest) drives Debian's
+# chromium and injects axe-core from npm (its package-lock.json pins it).
+prepare_browser_suite() {
+	local pkgs=()
+	if [ -z "${PROMPTD_TEST_CHROMIUM:-}" ] && ! command -v chromium >/dev/null && [ ! -x /usr/bin/chromium ]; then
+		pkgs+=(chromium fonts-dejavu-core)
+	fi
+	command -v npm >/dev/null || pkgs+=(nodejs npm)
+	if [ ${#pkgs[@]} -gt 0 ]; then svc_apt_install "${pkgs[@]}"; fi
+	(cd internal/browsertest && npm ci --no-audit --no-fund --loglevel=error)
+}
+
 if [ $# -gt 0 ]; then
+	case " $* " in *browsertest*|*" ./... "*) prepare_browser_suite ;; esac
 	section "go test -race $*"
 	run go test -race -count=1 -timeout 25m "$@"
 	print_faults
@@ -77,8 +90,13 @@ run go vet ./...
 section "openapi: redocly, spectral, generated TypeScript types (scripts/openapi-check.sh)"
 run ./scripts/openapi-check.sh
 
-section "go test -race ./..."
-run go test -race -count=1 -timeout 25m ./...
+section "browser suite: the console in chromium, axe-core on every page (internal/browsertest)"
+prepare_browser_suite
+run go test -race -count=1 -timeout 10m -v ./internal/browsertest/
+
+section "go test -race ./... (but the browser suite, run above)"
+# shellcheck disable=SC2046 # one word per package
+run go test -race -count=1 -timeout 25m $(go list ./... | grep -v '/internal/browsertest$')
 print_faults
 
 section "fuzz: every target briefly (FUZZTIME=${FUZZTIME:-5s})"
@@ -90,6 +108,9 @@ done
 
 section "examples/embedded: promptd as a library from a module of its own"
 run bash -c "cd examples/embedded && go vet ./... && go run ."
+
+section "README walkthroughs: pasted in sequence against a fresh promptd (scripts/readme-walkthrough.sh)"
+run ./scripts/readme-walkthrough.sh
 
 section "sdk/python: mypy --strict, pyflakes, pytest against a real promptd"
 python_pkgs=""

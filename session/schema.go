@@ -63,7 +63,48 @@ func Migrations() []sqlstore.Migration {
 			}
 		}
 		return nil
-	}}, {Component: "session", Version: 2, Name: "sessions.size_bytes and sessions.state_keys, the counters the limits are checked on", Up: addCounters}}
+	}}, {Component: "session", Version: 2, Name: "sessions.size_bytes and sessions.state_keys, the counters the limits are checked on", Up: addCounters},
+		{Component: "session", Version: 3, Name: "sessions_created and sessions_agent_created, the orders of GET /v1/sessions", Up: addListIndexes},
+		{Component: "session", Version: 4, Name: "sessions_agent_newest and sessions_state_newest, GET /v1/sessions?agent= and ?state= without a sort",
+			Up: addNewestIndexes}}
+}
+
+// addNewestIndexes indexes an agent's sessions and a state's newest first:
+// with only sessions_agent_created (agent, env, ...) a filter on the agent
+// alone sorted all of the agent's sessions for each page, and SQLite
+// answered ?state= from sessions_closed (state, closed_at_ms) with a sort
+// of every open session. Each is created only when missing.
+func addNewestIndexes(tx *gorm.DB) error {
+	for name, cols := range map[string]string{
+		"sessions_agent_newest": "agent, created_at_ms, session_id",
+		"sessions_state_newest": "state, created_at_ms, session_id",
+	} {
+		if tx.Migrator().HasIndex("sessions", name) {
+			continue
+		}
+		if err := tx.Exec(`CREATE INDEX ` + name + ` ON sessions (` + cols + `)`).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addListIndexes adds the indexes List pages along: newest first overall,
+// and within an agent (and env). Each is created only when missing, so on
+// MySQL a migration that failed after the first can run again.
+func addListIndexes(tx *gorm.DB) error {
+	for name, cols := range map[string]string{
+		"sessions_created":       "created_at_ms, session_id",
+		"sessions_agent_created": "agent, env, created_at_ms, session_id",
+	} {
+		if tx.Migrator().HasIndex("sessions", name) {
+			continue
+		}
+		if err := tx.Exec(`CREATE INDEX ` + name + ` ON sessions (` + cols + `)`).Error; err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // addCounters adds the counters the per-session limits are checked on

@@ -16,7 +16,8 @@ import (
 // statement with db.system.name, db.operation.name and db.query.text, the
 // statement with its placeholders and never the values bound to them.
 // Statements outside a traced request start no trace of their own unless
-// the sampler says so.
+// the sampler says so; statements of a request the sampler dropped start
+// no span (a parent-based sampler would drop it anyway).
 type sqlPlugin struct{}
 
 const spanKey = "promptd:otel_span"
@@ -27,6 +28,12 @@ func (sqlPlugin) Initialize(db *gorm.DB) error {
 	tracer := otel.Tracer("github.com/promptd/promptd/sqlstore")
 	system := sqlSystem(db.Dialector.Name())
 	before := func(tx *gorm.DB) {
+		// within a request its sampler dropped, a statement's span would be
+		// dropped too (the parent-based samplers promptd documents): it is
+		// not started, which saves a span and its ids per statement
+		if p := trace.SpanContextFromContext(tx.Statement.Context); p.IsValid() && !p.IsSampled() {
+			return
+		}
 		ctx, span := tracer.Start(tx.Statement.Context, "sql", trace.WithSpanKind(trace.SpanKindClient))
 		if !span.IsRecording() {
 			return

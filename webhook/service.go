@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -355,20 +356,49 @@ func (s *Service) Get(ctx context.Context, id string) (*Webhook, error) {
 	return r.webhook(s.o.Now()), nil
 }
 
-// List returns the webhooks, newest first (at most MaxWebhooks exist, so
-// one page).
-func (s *Service) List(ctx context.Context) ([]*Webhook, error) {
+// ErrBadCursor: a list cursor that no page returned.
+var ErrBadCursor = errors.New("webhook: the cursor is not one a page returned")
+
+// List returns up to limit webhooks newest first, after cursor ("": from
+// the newest), and the cursor of the next page ("" at the end). The
+// cursor is the last webhook's creation time and id, so a page goes on
+// where the last one ended even when webhooks are created or deleted
+// meanwhile.
+func (s *Service) List(ctx context.Context, cursor string, limit int) ([]*Webhook, string, error) {
+	q := s.o.DB.WithContext(ctx).Table("webhooks").Select(webhookCols)
+	if cursor != "" {
+		at, id, ok := parseCursor(cursor)
+		if !ok {
+			return nil, "", ErrBadCursor
+		}
+		q = q.Where("created_at_ms < ? OR (created_at_ms = ? AND id < ?)", at, at, id)
+	}
 	var rs []row
-	if err := s.o.DB.WithContext(ctx).Raw(`SELECT ` + webhookCols + ` FROM webhooks ORDER BY created_at_ms DESC, id DESC`).
-		Scan(&rs).Error; err != nil {
-		return nil, sqlstore.Translate(err)
+	if err := q.Order("created_at_ms DESC, id DESC").Limit(limit + 1).Scan(&rs).Error; err != nil {
+		return nil, "", sqlstore.Translate(err)
+	}
+	next := ""
+	if len(rs) > limit {
+		rs = rs[:limit]
+		last := rs[len(rs)-1]
+		next = strconv.FormatInt(last.CreatedAtMs, 10) + "." + last.ID
 	}
 	now := s.o.Now()
 	out := make([]*Webhook, len(rs))
 	for i, r := range rs {
 		out[i] = r.webhook(now)
 	}
-	return out, nil
+	return out, next, nil
+}
+
+// parseCursor reads a List cursor: "<created_at_ms>.<id>".
+func parseCursor(c string) (int64, string, bool) {
+	ms, id, ok := strings.Cut(c, ".")
+	at, err := strconv.ParseInt(ms, 10, 64)
+	if !ok || err != nil || at < 0 || !strings.HasPrefix(id, "wh_") || len(id) > 64 {
+		return 0, "", false
+	}
+	return at, id, true
 }
 
 // Update changes a webhook at in.ExpectedRevision (*promptstore.RevisionConflict

@@ -95,6 +95,26 @@ func (c *Client) CreateVersion(ctx context.Context, agent string, req CreateVers
 	return ret(&v, err)
 }
 
+// CheckedVersion is what a version create would make (CheckVersion).
+type CheckedVersion struct {
+	Agent       string          `json:"agent"`
+	Version     int             `json:"version"`
+	Config      json.RawMessage `json:"config"`
+	ContentHash string          `json:"content_hash"`
+	Message     string          `json:"message"`
+}
+
+// CheckVersion asks promptd whether CreateVersion with req would succeed
+// now, writing nothing (admin; ?dry_run=true): the version it would make,
+// or the *Error a create would give (ErrVersionConflict,
+// ErrUndeclaredVariable, ErrInvalidConfig, ...).
+func (c *Client) CheckVersion(ctx context.Context, agent string, req CreateVersionRequest) (*CheckedVersion, error) {
+	var v CheckedVersion
+	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/agents/" + seg(agent) + "/versions",
+		query: url.Values{"dry_run": {"true"}}, body: req}, &v)
+	return ret(&v, err)
+}
+
 // ListVersions lists agent's versions, newest first.
 func (c *Client) ListVersions(ctx context.Context, agent string, o ListOptions) (*Page[Version], error) {
 	var p Page[Version]
@@ -224,14 +244,17 @@ type AuditEvent struct {
 // already seen (the previous page's Next).
 type AuditQuery struct {
 	Agent, Env, SessionID, Action string
+	Actor                         string // exact: a token's name, or "system"
 	Since                         int64
 	Limit                         int
+	NewestFirst                   bool // order=desc: newest first, before Since
 }
 
-// Audit reads the audit log (admin), oldest first after q.Since.
+// Audit reads the audit log (admin), oldest first after q.Since (newest
+// first before it with q.NewestFirst).
 func (c *Client) Audit(ctx context.Context, q AuditQuery) (*Page[AuditEvent], error) {
 	v := url.Values{}
-	for k, s := range map[string]string{"agent": q.Agent, "env": q.Env, "session_id": q.SessionID, "action": q.Action} {
+	for k, s := range map[string]string{"agent": q.Agent, "env": q.Env, "session_id": q.SessionID, "action": q.Action, "actor": q.Actor} {
 		if s != "" {
 			v.Set(k, s)
 		}
@@ -241,6 +264,9 @@ func (c *Client) Audit(ctx context.Context, q AuditQuery) (*Page[AuditEvent], er
 	}
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.NewestFirst {
+		v.Set("order", "desc")
 	}
 	var p Page[AuditEvent]
 	_, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/audit", query: v}, &p)

@@ -32,6 +32,8 @@ type planItem struct {
 	Version     int    `json:"version,omitempty"`    // created, or unchanged as
 	ContentHash string `json:"content_hash"`         // of the file's config
 	Detail      string `json:"detail,omitempty"`     // why a conflict or an error
+	Code        string `json:"code,omitempty"`       // invalid: promptd's problem code
+	Field       string `json:"field,omitempty"`      // invalid: the field it names
 	Diff        string `json:"diff,omitempty"`       // promptd's latest -> the file
 	Env         *envSw `json:"env_switch,omitempty"` // what --env did
 	file        promptFile
@@ -79,7 +81,9 @@ func runApply(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	if !o.dryRun {
+	if o.dryRun {
+		err = a.check(items, o)
+	} else {
 		err = a.publish(items, o)
 		for _, it := range items { // the lock file records only what promptd has
 			if it.Status == stCreated || it.Status == stUnchanged {
@@ -133,12 +137,14 @@ func (a *app) conflict(it *planItem, latest int) {
 	switch {
 	case latest == 0:
 		it.Detail = fmt.Sprintf("%s names version %d of %s, but promptd has no agent %s (another --server? was its data reset?). "+
-			"Check the server; to publish the file as a new agent, remove its entry from %s.", lockName, it.Base, it.Agent, it.Agent, lockName)
+			"Check the server; to publish the file there as a new agent, run `promptctl pull %s --agent %s` (it drops lock entries "+
+			"of agents promptd does not have) and apply again.", lockName, it.Base, it.Agent, it.Agent, dirArg(it), it.Agent)
 		return
 	case it.Base == 0:
 		it.Detail = fmt.Sprintf("promptd already has %s at version %d, and %s has no entry for it: nothing was published for %s. "+
-			"Review it (promptctl get %s %d); if your file should replace it, set its entry in %s to version %d and apply again.",
-			it.Agent, latest, lockName, it.Agent, it.Agent, latest, lockName, latest)
+			"Review it (promptctl get %s %d); to base your change on it, keep a copy of %s, run `promptctl pull %s --agent %s --force` "+
+			"(it writes promptd's version and its lock entry), redo your change and apply again.",
+			it.Agent, latest, lockName, it.Agent, it.Agent, latest, it.File, dirArg(it), it.Agent)
 	default:
 		by := ""
 		if v, err := a.c.GetVersion(a.ctx, it.Agent, latest); err == nil {
@@ -151,6 +157,9 @@ func (a *app) conflict(it *planItem, latest int) {
 	}
 	it.Diff = a.diffLatest(it, latest)
 }
+
+// dirArg is the directory of it's file, as a command argument.
+func dirArg(it *planItem) string { return filepath.Dir(it.file.Path) }
 
 // diffLatest is the unified diff from promptd's version latest to the file.
 func (a *app) diffLatest(it *planItem, latest int) string {
@@ -203,8 +212,8 @@ func (a *app) publish(items []*planItem, o applyOpts) error {
 			it.Status, it.Version = stCreated, v.Version
 		case errors.Is(err, client.ErrVersionConflict) && errors.As(err, &pe):
 			a.conflict(it, pe.LatestVersion()) // published between the plan and now
-		case errors.As(err, &pe) && pe.Status != http.StatusUnauthorized && pe.Status != http.StatusForbidden && !pe.Temporary():
-			it.Status, it.Detail = stInvalid, describe(pe)
+		case refused(err, &pe):
+			it.invalid(pe)
 		default: // promptd unreachable or the token refused: stop; what was created is kept
 			for _, rest := range todo[i:] {
 				rest.Status, rest.Detail = stFailed, "not published: "+err.Error()
@@ -213,6 +222,46 @@ func (a *app) publish(items []*planItem, o applyOpts) error {
 		}
 	}
 	return nil
+}
+
+// check asks promptd to validate each planned create without writing
+// (?dry_run=true): a config promptd would refuse is invalid, with its
+// problem code and field, and a base someone moved meanwhile a conflict.
+func (a *app) check(items []*planItem, o applyOpts) error {
+	for _, it := range items {
+		if it.Status != stCreate {
+			continue
+		}
+		_, err := a.c.CheckVersion(a.ctx, it.Agent, client.CreateVersionRequest{
+			BaseVersion: it.Base, Config: it.file.Config, Message: message(it, o)})
+		var pe *client.Error
+		switch {
+		case err == nil:
+		case errors.Is(err, client.ErrVersionConflict) && errors.As(err, &pe):
+			a.conflict(it, pe.LatestVersion())
+		case refused(err, &pe):
+			it.invalid(pe)
+		default: // promptd unreachable or the token refused: the plan is not known
+			for _, rest := range items {
+				if rest.Status == stCreate {
+					rest.Status, rest.Detail = stFailed, "not checked: "+err.Error()
+				}
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// refused reports a problem that is promptd's verdict on the request
+// itself (not the token's rights, not a passing outage), setting *pe.
+func refused(err error, pe **client.Error) bool {
+	return errors.As(err, pe) && (*pe).Status != http.StatusUnauthorized && (*pe).Status != http.StatusForbidden && !(*pe).Temporary()
+}
+
+// invalid marks it as refused by promptd with problem pe.
+func (it *planItem) invalid(pe *client.Error) {
+	it.Status, it.Detail, it.Code, it.Field = stInvalid, describe(pe), string(pe.Code), pe.Field()
 }
 
 func (a *app) publishAtomic(todo []*planItem, o applyOpts) error {
@@ -241,6 +290,7 @@ func (a *app) publishAtomic(todo []*planItem, o applyOpts) error {
 			it.Status = stInvalid
 			if r.Error != nil {
 				it.Detail = fmt.Sprintf("%s: %s", r.Error.Code, r.Error.Detail)
+				it.Code, it.Field = r.Error.Code, r.Error.Field
 			}
 		default: // not_applied: valid, but the batch was rejected
 			it.Status, it.Detail = stFailed, "not published: the batch was rejected (--atomic)"
@@ -325,6 +375,8 @@ func outcome(items []*planItem, err error, o applyOpts) error {
 		}
 		return conflictError{fmt.Sprintf("conflict: %s (see above); %s. Pull/rebase your prompt files (or run `promptctl diff`) and apply again.",
 			strings.Join(conflicts, ", "), what)}
+	case len(failed) > 0 && o.dryRun:
+		return fmt.Errorf("dry run: promptd would not apply %s (see above); nothing was changed", strings.Join(failed, ", "))
 	case len(failed) > 0:
 		return fmt.Errorf("not applied: %s", strings.Join(failed, ", "))
 	}

@@ -7,11 +7,13 @@ import (
 	"github.com/promptd/promptd/api/client"
 )
 
-const approvalsUsage = "approvals list [--state pending] [--agent A] [--env E] | approvals show|approve|reject|cancel ID"
-
 func runApprovals(a *app, args []string) error {
 	if len(args) == 0 {
 		return usageError{"approvals needs a subcommand: list, show, approve, reject or cancel"}
+	}
+	if isHelp(args[0]) {
+		a.help("approvals", nil)
+		return nil
 	}
 	switch verb := args[0]; verb {
 	case "list":

@@ -9,7 +9,7 @@ import (
 	"github.com/promptd/promptd/api/client"
 )
 
-func version(s string) (int, error) {
+func versionArg(s string) (int, error) {
 	n, err := strconv.Atoi(strings.TrimPrefix(s, "v"))
 	if err != nil || n < 1 {
 		return 0, usageError{fmt.Sprintf("%q is not a version number", s)}
@@ -68,7 +68,7 @@ func runGet(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	n, err := version(pos[1])
+	n, err := versionArg(pos[1])
 	if err != nil {
 		return err
 	}
@@ -89,11 +89,11 @@ func runDiff(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	x, err := version(pos[1])
+	x, err := versionArg(pos[1])
 	if err != nil {
 		return err
 	}
-	y, err := version(pos[2])
+	y, err := versionArg(pos[2])
 	if err != nil {
 		return err
 	}
@@ -251,11 +251,13 @@ func runAudit(a *app, args []string) error {
 	fs.StringVar(&q.Env, "env", "", "only this env")
 	fs.StringVar(&q.SessionID, "session", "", "only this session")
 	fs.StringVar(&q.Action, "action", "", "only this action, such as version.created")
-	fs.Int64Var(&q.Since, "since", 0, "events after this id")
-	fs.IntVar(&q.Limit, "limit", 50, "how many, oldest first")
+	fs.Int64Var(&q.Since, "since", 0, "events before this id (after it with --oldest-first)")
+	fs.IntVar(&q.Limit, "limit", 50, "how many")
+	oldest := fs.Bool("oldest-first", false, "oldest first (default: newest first)")
 	if _, err := a.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
+	q.NewestFirst = !*oldest
 	p, err := a.c.Audit(a.ctx, q)
 	if err != nil {
 		return err

@@ -11,8 +11,6 @@ import (
 	"github.com/promptd/promptd/api/client"
 )
 
-const eventsUsage = "events [-w|--follow] [--since SEQ] [--actions a,b.*] [--agent A] [--env E] [--board B] [--limit N]"
-
 // runEvents lists the change feed, or follows it (-w, like kubectl get -w):
 // one line per event as it commits, resuming by position after a drop,
 // until interrupted. --output json writes one JSON object per line.

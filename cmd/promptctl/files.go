@@ -22,6 +22,9 @@ import (
 // the version (and content hash) its file was last applied as.
 const lockName = "promptd.lock.json"
 
+// errNoPromptFiles: a directory holds no prompt file.
+var errNoPromptFiles = errors.New("has no prompt files (*.yaml, *.yml, *.json)")
+
 // promptFile is one prompt file: one agent's config.
 type promptFile struct {
 	Path    string
@@ -53,7 +56,7 @@ func loadPrompts(path string) ([]promptFile, string, error) {
 			}
 		}
 		if len(paths) == 0 {
-			return nil, "", fmt.Errorf("%s has no prompt files (*.yaml, *.yml, *.json)", path)
+			return nil, "", fmt.Errorf("%s %w", path, errNoPromptFiles)
 		}
 	}
 	var out []promptFile

@@ -18,7 +18,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"sort"
 	"syscall"
 
 	"go.opentelemetry.io/otel/propagation"
@@ -50,61 +49,74 @@ type app struct {
 	server, token  string
 	output         string
 	traceparent    string // W3C trace context the requests continue
+	name           string // the (sub)command running, for its usage line
 	c              *client.Client
 }
 
-// command is a subcommand: its one-line usage and what it runs.
+// command is a subcommand: what it runs (its help is docs[name]).
 type command struct {
-	usage string
-	run   func(a *app, args []string) error
+	run func(a *app, args []string) error
 }
 
 var commands = map[string]command{
-	"apply":     {"apply -f DIR|FILE [--atomic] [--env ENV] [--message M] [--dry-run]", runApply},
-	"agents":    {"agents", runAgents},
-	"versions":  {"versions AGENT", runVersions},
-	"get":       {"get AGENT VERSION", runGet},
-	"diff":      {"diff AGENT A B", runDiff},
-	"envs":      {"envs AGENT [ENV]", runEnvs},
-	"rollback":  {"rollback AGENT ENV [--to V] [--reason R]", runRollback},
-	"release":   {releaseUsage, runRelease},
-	"sessions":  {"sessions get ID", runSessions},
-	"events":    {eventsUsage, runEvents},
-	"audit":     {"audit [--agent A] [--env E] [--session S] [--action X] [--since ID] [--limit N]", runAudit},
-	"tokens":    {tokensUsage, runTokens},
-	"approvals": {approvalsUsage, runApprovals},
+	"apply":     {runApply},
+	"pull":      {runPull},
+	"agents":    {runAgents},
+	"versions":  {runVersions},
+	"get":       {runGet},
+	"diff":      {runDiff},
+	"envs":      {runEnvs},
+	"rollback":  {runRollback},
+	"release":   {runRelease},
+	"sessions":  {runSessions},
+	"events":    {runEvents},
+	"audit":     {runAudit},
+	"tokens":    {runTokens},
+	"approvals": {runApprovals},
 }
 
 // run is promptctl: args without the program name; the exit status.
+// Help and --version go to stdout (exit 0); usage errors to stderr
+// (exit 2).
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	a := &app{ctx: ctx, stdout: stdout, stderr: stderr, getenv: getenv}
 	fs := a.flags("promptctl")
-	fs.Usage = func() { usage(stderr) }
+	showVersion := fs.Bool("version", false, "print promptctl's version")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		usage(stdout)
 		return exitOK
 	} else if err != nil {
+		fmt.Fprintf(stderr, "promptctl: %v\nrun 'promptctl help' for the commands and global flags\n", err)
 		return exitUsage
 	}
 	rest := fs.Args()
-	if len(rest) == 0 || rest[0] == "help" {
-		usage(stderr)
+	switch {
+	case *showVersion:
+		fmt.Fprintln(stdout, versionLine())
+		return exitOK
+	case len(rest) == 0:
+		fmt.Fprintln(stderr, "promptctl: no command given\nusage: promptctl [--server URL] [--token T] [--output table|json] COMMAND [ARGS]\nrun 'promptctl help' for the commands")
 		return exitUsage
+	case rest[0] == "help":
+		a.name = "help"
+		return a.exit(runHelp(a, rest[1:]))
 	}
 	cmd, ok := commands[rest[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "promptctl: unknown command %q\n\n", rest[0])
-		usage(stderr)
+		fmt.Fprintf(stderr, "promptctl: unknown command %q\nrun 'promptctl help' for the commands\n", rest[0])
 		return exitUsage
 	}
-	err := cmd.run(a, rest[1:])
-	return a.exit(err, cmd)
+	a.name = rest[0]
+	return a.exit(cmd.run(a, rest[1:]))
 }
 
 // flags is a flag set with the global options, which every subcommand
 // also accepts (promptctl apply -f dir --output json).
 func (a *app) flags(name string) *flag.FlagSet {
+	a.name = name
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(a.stderr)
+	fs.SetOutput(io.Discard) // errors are reported by exit, help by a.help
+	fs.Usage = func() {}
 	fs.Var(quiet{&a.server}, "server", "promptd `URL` (default $PROMPTD_URL, else http://127.0.0.1:8080)")
 	fs.Var(quiet{&a.token}, "token", "bearer `TOKEN` (default $PROMPTD_TOKEN)")
 	fs.StringVar(&a.output, "output", orDefault(a.output, "table"), "output format: table or json")
@@ -118,6 +130,7 @@ func (a *app) parse(fs *flag.FlagSet, args []string, minPos, maxPos int) ([]stri
 	var pos []string
 	for {
 		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			a.help(fs.Name(), fs)
 			return nil, errHelp
 		} else if err != nil {
 			return nil, usageError{err.Error()}
@@ -169,7 +182,7 @@ type conflictError struct{ msg string }
 func (e conflictError) Error() string { return e.msg }
 
 // exit reports err and returns the exit status.
-func (a *app) exit(err error, cmd command) int {
+func (a *app) exit(err error) int {
 	var ue usageError
 	var ce conflictError
 	var pe *client.Error
@@ -177,7 +190,7 @@ func (a *app) exit(err error, cmd command) int {
 	case err == nil, errors.Is(err, errHelp):
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(a.stderr, "promptctl: %s\nusage: promptctl %s\n", ue.msg, cmd.usage)
+		fmt.Fprintf(a.stderr, "promptctl: %s\nusage: %s\nrun 'promptctl help %s' for its flags and examples\n", ue.msg, synopsis(a.name), a.name)
 		return exitUsage
 	case errors.As(err, &ce):
 		fmt.Fprintf(a.stderr, "promptctl: %s\n", ce.msg)
@@ -197,21 +210,6 @@ func (a *app) exit(err error, cmd command) int {
 	}
 	fmt.Fprintf(a.stderr, "promptctl: %v\n", err)
 	return exitFailed
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: promptctl [--server URL] [--token T] [--output table|json] [--traceparent TRACEPARENT] COMMAND [ARGS]")
-	fmt.Fprintln(w, "\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %s\n", commands[n].usage)
-	}
-	fmt.Fprintln(w, "\nenvironment: PROMPTD_URL, PROMPTD_TOKEN, TRACEPARENT")
-	fmt.Fprintln(w, "exit status: 0 done, 1 failed, 2 usage, 3 conflict (re-read, rebase, retry)")
 }
 
 func orDefault(s, def string) string {

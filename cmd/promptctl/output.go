@@ -88,6 +88,9 @@ func describe(e *client.Error) string {
 		hint = "the version is revoked in this env; pick another, or lift the revocation first"
 	case client.ErrUndeclaredVariable, client.ErrMissingVariable, client.ErrInvalidVariable:
 		hint = fmt.Sprintf("variable %q: declare it under config.variables (with a default, or required)", e.Variable())
+		if f := e.Field(); f != "" {
+			hint = fmt.Sprintf("variable %q in field %s: declare it under config.variables (with a default, or required)", e.Variable(), f)
+		}
 	case client.ErrInvalidConfig, client.ErrInvalidField, client.ErrInvalidPercent, client.ErrInvalidSteps:
 		if f := e.Field(); f != "" {
 			hint = "field " + f

@@ -9,16 +9,15 @@ import (
 	"github.com/promptd/promptd/api/client"
 )
 
-const releaseUsage = `release start AGENT ENV --percent P [--candidate V] [--stickiness user|session] [--step P@DUR|promote@DUR ...] [--guard METRIC:MAX[:pause|rollback]] [--message M]
-  release set ID|AGENT ENV PERCENT
-  release pause|resume|promote|rollback ID|AGENT ENV [--reason R]
-  release status ID|AGENT ENV`
-
 // runRelease dispatches the release subcommands. A release is named by
 // its id, or by AGENT ENV for the env's active release.
 func runRelease(a *app, args []string) error {
 	if len(args) == 0 {
-		return usageError{"release needs a subcommand"}
+		return usageError{"release needs a subcommand: start, set, pause, resume, promote, rollback or status"}
+	}
+	if isHelp(args[0]) {
+		a.help("release", nil)
+		return nil
 	}
 	switch sub, rest := args[0], args[1:]; sub {
 	case "start":

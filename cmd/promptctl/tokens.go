@@ -8,11 +8,13 @@ import (
 	"github.com/promptd/promptd/api/client"
 )
 
-const tokensUsage = "tokens create NAME --role admin|runtime [--agents a,b*] [--envs e] [--boards b] [--expires 720h] | tokens list | tokens revoke NAME"
-
 func runTokens(a *app, args []string) error {
 	if len(args) == 0 {
 		return usageError{"tokens needs a subcommand: create, list or revoke"}
+	}
+	if isHelp(args[0]) {
+		a.help("tokens", nil)
+		return nil
 	}
 	switch args[0] {
 	case "create":

@@ -189,6 +189,13 @@ func (m *Main) Open(ctx context.Context) error {
 		Webhooks:        m.rt.Webhooks,
 		Access:          m.rt.Access,
 
+		Console:               consoleAssets(cfg.Console),
+		ConsoleSessionTTL:     cfg.ConsoleSessionTTL,
+		ConsoleSecureCookie:   cfg.ConsoleSecureCookie,
+		FeedScanMax:           cfg.FeedScanMax,
+		AuthFailuresPerMinute: cfg.AuthFailuresPerMinute,
+		TrustedProxies:        cfg.TrustedProxies,
+
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
 		WriteTimeout:      cfg.WriteTimeout,

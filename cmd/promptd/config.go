@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/api"
 	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/exposure"
@@ -28,6 +30,8 @@ import (
 var configVars = []string{
 	"PROMPTD_EVENT_RETENTION",
 	"PROMPTD_STREAMS_PER_TOKEN",
+	"PROMPTD_AUTH_FAILURES_PER_MINUTE",
+	"PROMPTD_TRUSTED_PROXIES",
 	"PROMPTD_ADDR",
 	"PROMPTD_DATA_DIR",
 	"PROMPTD_MYSQL_DSN",
@@ -80,6 +84,10 @@ var configVars = []string{
 	"PROMPTD_BUNDLE_MAX_BYTES",
 	"PROMPTD_EXPOSURE_SERIES_MAX",
 	"PROMPTD_GUARD_EVERY",
+	"PROMPTD_CONSOLE",
+	"PROMPTD_CONSOLE_SESSION_TTL",
+	"PROMPTD_CONSOLE_SECURE_COOKIE",
+	"PROMPTD_FEED_SCAN_MAX",
 }
 
 // Token roles.
@@ -160,6 +168,19 @@ type Config struct {
 	BundleMaxBytes int64
 	// ExposureSeriesMax caps promptd_exposures_total's series.
 	ExposureSeriesMax int
+	// The web console at /ui/ (README, Web console): on by default; its
+	// logins last ConsoleSessionTTL; ConsoleSecureCookie marks the cookie
+	// Secure on every login.
+	Console             bool
+	ConsoleSessionTTL   time.Duration
+	ConsoleSecureCookie bool
+	// FeedScanMax bounds the feed events one long-poll answer looks at.
+	FeedScanMax int
+	// AuthFailuresPerMinute is the failed authentications a client address
+	// may make per minute per instance; -1: unlimited.
+	AuthFailuresPerMinute int
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client.
+	TrustedProxies []netip.Prefix
 }
 
 // loadConfig reads and validates the configuration. It reports every
@@ -220,6 +241,12 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.WebhookDeliveryRetention = e.duration("PROMPTD_WEBHOOK_DELIVERY_RETENTION", 720*time.Hour)
 	c.BundleMaxBytes = e.bytes("PROMPTD_BUNDLE_MAX_BYTES", api.DefaultBundleMaxBytes)
 	c.ExposureSeriesMax = int(e.count("PROMPTD_EXPOSURE_SERIES_MAX", exposure.DefaultSeries))
+	c.Console = e.boolean("PROMPTD_CONSOLE", true)
+	c.ConsoleSessionTTL = e.duration("PROMPTD_CONSOLE_SESSION_TTL", access.DefaultSessionTTL)
+	c.ConsoleSecureCookie = e.boolean("PROMPTD_CONSOLE_SECURE_COOKIE", false)
+	c.FeedScanMax = int(e.count("PROMPTD_FEED_SCAN_MAX", api.DefaultFeedScanMax))
+	c.AuthFailuresPerMinute = int(e.countOrOff("PROMPTD_AUTH_FAILURES_PER_MINUTE", api.DefaultAuthFailuresPerMinute))
+	c.TrustedProxies = e.prefixes("PROMPTD_TRUSTED_PROXIES")
 	e.check("PROMPTD_METRICS_TOKEN", checkSecret(c.MetricsToken))
 	tokens, err := parseTokens(e.str("PROMPTD_TOKENS", ""))
 	e.check("PROMPTD_TOKENS", err)
@@ -306,6 +333,30 @@ func (e *envReader) durations(name string, def []time.Duration) []time.Duration 
 	return out
 }
 
+// prefixes reads a comma-separated list of CIDR prefixes or addresses (an
+// address is its own /32 or /128).
+func (e *envReader) prefixes(name string) []netip.Prefix {
+	v := e.str(name, "")
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	var out []netip.Prefix
+	for _, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			a, aerr := netip.ParseAddr(part)
+			if aerr != nil {
+				e.check(name, fmt.Errorf("invalid address or CIDR prefix %q in the list (10.0.0.0/8,192.0.2.7)", part))
+				return nil
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out
+}
+
 func (e *envReader) boolean(name string, def bool) bool {
 	v := e.str(name, "")
 	if v == "" {
@@ -340,6 +391,15 @@ func (e *envReader) count(name string, def int64) int64 {
 		e.check(name, fmt.Errorf("invalid count %q (a positive whole number)", v))
 	}
 	return n
+}
+
+// countOrOff is count where 0 is also allowed, to turn a limit off; it
+// returns -1 for 0.
+func (e *envReader) countOrOff(name string, def int64) int64 {
+	if strings.TrimSpace(e.str(name, "")) == "0" {
+		return -1
+	}
+	return e.count(name, def)
 }
 
 func (e *envReader) level(name string, def slog.Level) slog.Level {

@@ -43,6 +43,8 @@ var configDocs = map[string]configDoc{
 	"PROMPTD_LOG_LEVEL":                  {"info", "debug, info, warn or error (JSON logs on stdout)"},
 	"PROMPTD_EVENT_RETENTION":            {"168h", "how far back a /v1/events reader may resume"},
 	"PROMPTD_STREAMS_PER_TOKEN":          {"20", "open event streams and long-polls per token on one instance"},
+	"PROMPTD_AUTH_FAILURES_PER_MINUTE":   {"600", "failed authentications per client address per minute on one instance before 429 (0: unlimited)"},
+	"PROMPTD_TRUSTED_PROXIES":            {"(none)", "addresses or CIDR prefixes of proxies whose X-Forwarded-For names the client"},
 	"PROMPTD_AUDIT_RETENTION":            {"2160h", "audit events older than this are deleted"},
 	"PROMPTD_LEASE_MAX_WAITERS":          {"10000", "lease acquires that may wait at once per process"},
 	"PROMPTD_LOCK_FENCE_TTL":             {"24h", "how long a Redis fence counter outlives its lock's last grant"},
@@ -69,6 +71,10 @@ var configDocs = map[string]configDoc{
 	"PROMPTD_BUNDLE_MAX_BYTES":           {"33554432", "largest GET /v1/bundle answer"},
 	"PROMPTD_EXPOSURE_SERIES_MAX":        {"10000", "series of promptd_exposures_total before version=\"other\""},
 	"PROMPTD_GUARD_EVERY":                {"10s", "release guards are evaluated this often (one replica)"},
+	"PROMPTD_CONSOLE":                    {"true", "serve the web console at /ui/ (false: 404, no session cookies)"},
+	"PROMPTD_CONSOLE_SESSION_TTL":        {"12h", "a console login lasts this long (never past its token's expiry)"},
+	"PROMPTD_CONSOLE_SECURE_COOKIE":      {"false", "mark the console's session cookie Secure on every login (TLS proxy without X-Forwarded-Proto)"},
+	"PROMPTD_FEED_SCAN_MAX":              {"10000", "feed events one long-poll answer looks at (a filter matching little answers with next advanced)"},
 }
 
 // printUsage writes `promptd -h`: the commands, then every variable with

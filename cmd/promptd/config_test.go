@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"maps"
 	"reflect"
@@ -35,6 +36,10 @@ func TestLoadConfig_defaults(t *testing.T) {
 		WebhookDeliveryRetention: 720 * time.Hour,
 		BundleMaxBytes:           32 << 20,
 		ExposureSeriesMax:        10000,
+		Console:                  true,
+		ConsoleSessionTTL:        12 * time.Hour,
+		FeedScanMax:              10000,
+		AuthFailuresPerMinute:    600,
 	}
 	if !strings.Contains(c.InstanceID, "-") {
 		t.Errorf("InstanceID = %q, want hostname-pid", c.InstanceID)
@@ -49,25 +54,27 @@ func TestLoadConfig_defaults(t *testing.T) {
 
 func TestLoadConfig_values(t *testing.T) {
 	c, err := loadConfig(env(map[string]string{
-		"PROMPTD_ADDR":                "0.0.0.0:9000",
-		"PROMPTD_MYSQL_DSN":           "u:pw@tcp(db:3306)/promptd",
-		"PROMPTD_REDIS_URL":           "redis://:pw@cache:6379/2",
-		"PROMPTD_KEY_PREFIX":          "team-a",
-		"PROMPTD_TOKENS":              "ops:admin:0123456789abcdef0, agents:runtime:fedcba9876543210:x",
-		"PROMPTD_METRICS_TOKEN":       "metrics-0123456789",
-		"PROMPTD_INSTANCE_ID":         "pod-1",
-		"PROMPTD_REDIS_TIMEOUT":       "250ms",
-		"PROMPTD_RECONCILE_EVERY":     "5s",
-		"PROMPTD_IMPORT_MAX_BYTES":    "1024",
-		"PROMPTD_SESSION_IDLE_TTL":    "1h",
-		"PROMPTD_SESSION_RETENTION":   "48h",
-		"PROMPTD_IDEMPOTENCY_TTL":     "2h",
-		"PROMPTD_LOG_LEVEL":           "debug",
-		"PROMPTD_READ_HEADER_TIMEOUT": "2s",
-		"PROMPTD_READ_TIMEOUT":        "20s",
-		"PROMPTD_WRITE_TIMEOUT":       "40s",
-		"PROMPTD_IDLE_TIMEOUT":        "10s",
-		"PROMPTD_MAX_CONNS":           "1000",
+		"PROMPTD_ADDR":                     "0.0.0.0:9000",
+		"PROMPTD_MYSQL_DSN":                "u:pw@tcp(db:3306)/promptd",
+		"PROMPTD_REDIS_URL":                "redis://:pw@cache:6379/2",
+		"PROMPTD_KEY_PREFIX":               "team-a",
+		"PROMPTD_TOKENS":                   "ops:admin:0123456789abcdef0, agents:runtime:fedcba9876543210:x",
+		"PROMPTD_METRICS_TOKEN":            "metrics-0123456789",
+		"PROMPTD_INSTANCE_ID":              "pod-1",
+		"PROMPTD_REDIS_TIMEOUT":            "250ms",
+		"PROMPTD_RECONCILE_EVERY":          "5s",
+		"PROMPTD_IMPORT_MAX_BYTES":         "1024",
+		"PROMPTD_SESSION_IDLE_TTL":         "1h",
+		"PROMPTD_SESSION_RETENTION":        "48h",
+		"PROMPTD_IDEMPOTENCY_TTL":          "2h",
+		"PROMPTD_LOG_LEVEL":                "debug",
+		"PROMPTD_READ_HEADER_TIMEOUT":      "2s",
+		"PROMPTD_READ_TIMEOUT":             "20s",
+		"PROMPTD_WRITE_TIMEOUT":            "40s",
+		"PROMPTD_IDLE_TIMEOUT":             "10s",
+		"PROMPTD_MAX_CONNS":                "1000",
+		"PROMPTD_TRUSTED_PROXIES":          "10.1.2.3/8, 192.0.2.7,2001:db8::/32",
+		"PROMPTD_AUTH_FAILURES_PER_MINUTE": "0",
 	}))
 	if err != nil {
 		t.Fatalf("loadConfig: %v", err)
@@ -80,7 +87,8 @@ func TestLoadConfig_values(t *testing.T) {
 		c.ReconcileEvery != 5*time.Second || c.ImportMaxBytes != 1024 || c.SessionIdleTTL != time.Hour ||
 		c.SessionRetention != 48*time.Hour || c.IdempotencyTTL != 2*time.Hour || c.LogLevel != slog.LevelDebug ||
 		c.ReadHeaderTimeout != 2*time.Second || c.ReadTimeout != 20*time.Second || c.WriteTimeout != 40*time.Second ||
-		c.IdleTimeout != 10*time.Second || c.MaxConns != 1000 {
+		c.IdleTimeout != 10*time.Second || c.MaxConns != 1000 || c.AuthFailuresPerMinute != -1 ||
+		fmt.Sprint(c.TrustedProxies) != "[10.0.0.0/8 192.0.2.7/32 2001:db8::/32]" {
 		t.Errorf("config = %+v", c)
 	}
 	if s := c.LogValue().String(); strings.Contains(s, "pw") || strings.Contains(s, "0123456789abcdef0") || strings.Contains(s, "metrics-0123456789") {
@@ -132,6 +140,8 @@ func TestLoadConfig_invalid(t *testing.T) {
 		{"bad idle timeout", map[string]string{"PROMPTD_IDLE_TIMEOUT": "-1s"}, "PROMPTD_IDLE_TIMEOUT"},
 		{"bad max conns", map[string]string{"PROMPTD_MAX_CONNS": "many"}, "PROMPTD_MAX_CONNS: invalid count"},
 		{"zero max conns", map[string]string{"PROMPTD_MAX_CONNS": "0"}, "PROMPTD_MAX_CONNS: invalid count"},
+		{"bad trusted proxy", map[string]string{"PROMPTD_TRUSTED_PROXIES": "10.0.0.0/8,proxy.local"}, "PROMPTD_TRUSTED_PROXIES: invalid address or CIDR prefix"},
+		{"bad auth failures", map[string]string{"PROMPTD_AUTH_FAILURES_PER_MINUTE": "-5"}, "PROMPTD_AUTH_FAILURES_PER_MINUTE: invalid count"},
 		{"mysql without redis", map[string]string{"PROMPTD_MYSQL_DSN": mysql, "PROMPTD_TOKENS": tokens}, "PROMPTD_SINGLE_INSTANCE=true"},
 		{"mysql without tokens", map[string]string{"PROMPTD_MYSQL_DSN": mysql, "PROMPTD_REDIS_URL": "redis://r:6379/0"}, "PROMPTD_TOKENS is required"},
 	} {

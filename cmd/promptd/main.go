@@ -11,10 +11,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
+	"github.com/promptd/promptd/internal/buildinfo"
 	"github.com/promptd/promptd/telemetry"
 )
 
@@ -97,12 +97,4 @@ var version string
 
 // buildVersion is the version promptd was built at (service.version of
 // its spans): the link-time version, the module version, or "devel".
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
-}
+func buildVersion() string { return buildinfo.Version(version) }

@@ -66,7 +66,14 @@ _svc_install() {
 		pkgs+=(gcc libc6-dev)
 	fi
 	[ ${#pkgs[@]} -eq 0 ] && return 0
+	svc_apt_install "${pkgs[@]}"
+}
 
+# svc_apt_install installs Debian packages with apt-get (through sudo when
+# not root), keeping their init scripts from starting anything. The test
+# script uses it for chromium too.
+svc_apt_install() {
+	local pkgs=("$@")
 	local sudo=()
 	if ! _svc_is_root; then
 		command -v sudo >/dev/null || {

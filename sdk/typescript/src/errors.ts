@@ -52,12 +52,13 @@ export interface ErrorFieldsByCode {
   token_not_found: Record<string, never>;
   change_request_not_found: Record<string, never>;
   cursor_expired: { oldest: string };
-  quota_exceeded: Record<string, never>;
+  quota_exceeded: { limit?: number };
   invalid_url: { field?: string; reason?: string };
   bundle_too_large: { limit: number };
   invalid_overrides: { field?: string };
   invalid_guard: { field?: string };
   self_approval: Record<string, never>;
+  csrf_failed: Record<string, never>;
   change_request_closed: { state?: string };
   token_exists: { state?: string };
   token_bootstrap: { state?: string };
@@ -86,7 +87,7 @@ export const ERROR_STATUS: { readonly [C in ErrorCode]: number } = {
   token_not_found: 404, change_request_not_found: 404,
   cursor_expired: 410, quota_exceeded: 429, invalid_url: 422, bundle_too_large: 422,
   invalid_overrides: 422, invalid_guard: 422,
-  self_approval: 403, change_request_closed: 409, token_exists: 409, token_bootstrap: 409,
+  self_approval: 403, csrf_failed: 403, change_request_closed: 409, token_exists: 409, token_bootstrap: 409,
   board_in_use: 409, store_unavailable: 503, internal: 500,
 };
 
@@ -177,6 +178,7 @@ export const BundleTooLargeError = errorClass("bundle_too_large", "BundleTooLarg
 export const InvalidOverridesError = errorClass("invalid_overrides", "InvalidOverridesError");
 export const InvalidGuardError = errorClass("invalid_guard", "InvalidGuardError");
 export const SelfApprovalError = errorClass("self_approval", "SelfApprovalError");
+export const CsrfFailedError = errorClass("csrf_failed", "CsrfFailedError");
 export const ChangeRequestClosedError = errorClass("change_request_closed", "ChangeRequestClosedError");
 export const TokenExistsError = errorClass("token_exists", "TokenExistsError");
 export const TokenBootstrapError = errorClass("token_bootstrap", "TokenBootstrapError");
@@ -217,7 +219,7 @@ const classes: { readonly [C in ErrorCode]: ErrorClass<C> } = {
   webhook_not_found: WebhookNotFoundError, delivery_not_found: DeliveryNotFoundError,
   token_not_found: TokenNotFoundError, change_request_not_found: ChangeRequestNotFoundError,
   cursor_expired: CursorExpiredError, quota_exceeded: QuotaExceededError, invalid_url: InvalidUrlError,
-  bundle_too_large: BundleTooLargeError, self_approval: SelfApprovalError,
+  bundle_too_large: BundleTooLargeError, self_approval: SelfApprovalError, csrf_failed: CsrfFailedError,
   invalid_overrides: InvalidOverridesError, invalid_guard: InvalidGuardError,
   change_request_closed: ChangeRequestClosedError, token_exists: TokenExistsError,
   token_bootstrap: TokenBootstrapError, board_in_use: BoardInUseError,

@@ -269,6 +269,7 @@ InvalidOverrides = _code("invalid_overrides", "InvalidOverrides", Unprocessable)
 InvalidGuard = _code("invalid_guard", "InvalidGuard", Unprocessable)
 LimitExceeded = _code("limit_exceeded", "LimitExceeded", Unprocessable)
 SelfApproval = _code("self_approval", "SelfApproval", Forbidden)
+CsrfFailed = _code("csrf_failed", "CsrfFailed", Forbidden)
 Internal = _code("internal", "Internal", ServerError)
 
 _FAMILIES: dict[int, type[PromptdError]] = {

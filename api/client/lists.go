@@ -1,0 +1,47 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// ListSessionsOptions filter ListSessions: "" matches any agent, env or
+// state ("open", "closed").
+type ListSessionsOptions struct {
+	Agent, Env, State string
+	ListOptions
+}
+
+// ListSessions lists sessions newest first (runtime). Items carry no
+// metadata, turns or state keys (GetSession has them); Lease is set while
+// held. A scoped token's page omits sessions outside its scopes.
+func (c *Client) ListSessions(ctx context.Context, o ListSessionsOptions) (*Page[Session], error) {
+	q := o.query()
+	for k, v := range map[string]string{"agent": o.Agent, "env": o.Env, "state": o.State} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	var p Page[Session]
+	_, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/sessions", query: q}, &p)
+	return ret(&p, err)
+}
+
+// BoardSummary is a board as ListBoards lists it: Counts has every state
+// of its machine with the number of records in it.
+type BoardSummary struct {
+	Board     string           `json:"board"`
+	Revision  int64            `json:"revision"`
+	Counts    map[string]int64 `json:"counts"`
+	CreatedAt time.Time        `json:"created_at"`
+	UpdatedAt time.Time        `json:"updated_at"`
+}
+
+// ListBoards lists boards by name (runtime). A scoped token's page omits
+// boards outside its scopes.
+func (c *Client) ListBoards(ctx context.Context, o ListOptions) (*Page[BoardSummary], error) {
+	var p Page[BoardSummary]
+	_, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/boards", query: o.query()}, &p)
+	return ret(&p, err)
+}

@@ -1,0 +1,103 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/promptd/promptd/session"
+)
+
+// The lists of sessions and boards (issue 17): newest sessions first,
+// boards by name. A scoped token's page omits what is outside its scopes,
+// so it may be shorter; next still continues it (as GET /v1/agents).
+
+// sessionSummary is a session in GET /v1/sessions: no metadata, turns or
+// state keys (GET /v1/sessions/{id} has them).
+type sessionSummary struct {
+	SessionID     string     `json:"session_id"`
+	Agent         string     `json:"agent"`
+	Env           string     `json:"env"`
+	UserID        *string    `json:"user_id"`
+	PinnedVersion int        `json:"pinned_version"`
+	Revision      int64      `json:"revision"`
+	State         string     `json:"state"`
+	Fence         int64      `json:"fence"`
+	Lease         *leaseInfo `json:"lease"`
+	TurnCount     int64      `json:"turn_count"`
+	CreatedAt     timestamp  `json:"created_at"`
+	UpdatedAt     timestamp  `json:"updated_at"`
+}
+
+// handleListSessions: GET /v1/sessions?agent=&env=&state=&limit=&cursor=
+// (runtime).
+func (s *Server) handleListSessions(c echo.Context) error {
+	if s.cfg.Sessions == nil {
+		return errNoService
+	}
+	page, err := pageOf(c)
+	if err != nil {
+		return err
+	}
+	f := session.ListFilter{Agent: c.QueryParam("agent"), Env: c.QueryParam("env"), State: c.QueryParam("state"),
+		Limit: page.Limit, Cursor: page.Cursor}
+	for name, v := range map[string]string{"agent": f.Agent, "env": f.Env} {
+		if v == "" && c.QueryParams().Has(name) {
+			return invalidField(name, "%s, when given, names one %s", name, name)
+		}
+	}
+	if f.State == "" && c.QueryParams().Has("state") {
+		return invalidField("state", "state is open or closed")
+	}
+	sessions, next, err := s.cfg.Sessions.List(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	t := tokenOf(c)
+	out := list[sessionSummary]{Items: make([]sessionSummary, 0, len(sessions)), Next: cursor(next)}
+	for _, ss := range sessions {
+		if !visible(t, ss.Agent, ss.Env, "") {
+			continue
+		}
+		b := sessionBody(ss)
+		out.Items = append(out.Items, sessionSummary{SessionID: b.SessionID, Agent: b.Agent, Env: b.Env, UserID: b.UserID,
+			PinnedVersion: b.PinnedVersion, Revision: b.Revision, State: b.State, Fence: b.Fence, Lease: b.Lease,
+			TurnCount: b.TurnCount, CreatedAt: b.CreatedAt, UpdatedAt: b.UpdatedAt})
+	}
+	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
+	return s.send(c, http.StatusOK, out)
+}
+
+// boardSummary is a board in GET /v1/boards: its revision and how many
+// records are in each state of its machine.
+type boardSummary struct {
+	Board     string           `json:"board"`
+	Revision  int64            `json:"revision"`
+	Counts    map[string]int64 `json:"counts"`
+	CreatedAt timestamp        `json:"created_at"`
+	UpdatedAt timestamp        `json:"updated_at"`
+}
+
+// handleListBoards: GET /v1/boards?limit=&cursor= (runtime), by name.
+func (s *Server) handleListBoards(c echo.Context) error {
+	if s.cfg.Boards == nil {
+		return errNoService
+	}
+	page, err := pageOf(c)
+	if err != nil {
+		return err
+	}
+	boards, next, err := s.cfg.Boards.ListBoards(c.Request().Context(), page.Limit, page.Cursor)
+	if err != nil {
+		return err
+	}
+	t := tokenOf(c)
+	out := list[boardSummary]{Items: make([]boardSummary, 0, len(boards)), Next: cursor(next)}
+	for _, b := range boards {
+		if visible(t, "", "", b.Board) {
+			out.Items = append(out.Items, boardSummary{Board: b.Board, Revision: b.Revision, Counts: b.Counts,
+				CreatedAt: timestamp(b.CreatedAt), UpdatedAt: timestamp(b.UpdatedAt)})
+		}
+	}
+	return s.send(c, http.StatusOK, out)
+}
