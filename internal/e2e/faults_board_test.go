@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/anishathalye/porcupine"
 )
 
 // The board part of the fault workload: a producer creates records, and
@@ -16,6 +19,7 @@ const (
 	kBCreate = "bcreate" // POST /boards/{b}/records
 	kBClaim  = "bclaim"  // POST /boards/{b}/claim (200: Key is the record, Fence the claim's)
 	kBPatch  = "bpatch"  // PATCH /boards/{b}/records/{id} with the claim's fence (Text: the new state)
+	kBRead   = "bread"   // GET /boards/{b}/records/{id} after the run (Text: state, Fence, Rev)
 )
 
 // faultBoard is the fault suite's board: the default machine, created by
@@ -86,27 +90,92 @@ func (w *workload) boardClaimer(holder string, i0 int) {
 
 // boardRecord is a record as read after the run.
 type boardRecord struct {
-	State string
-	Fence int64
-	Owner string
+	State    string
+	Fence    int64
+	Owner    string
+	Revision int64
+}
+
+// recordState is one board record in the linearizability model.
+type recordState struct {
+	exists bool
+	state  string
+	fence  int64
+	rev    int64
+}
+
+// Of the default machine: the states a record can reach by a change no
+// client op shows (the sweeper's reclaim, to reclaim_to or, after
+// max_attempts, to the exhausted state; a claim whose answer was lost),
+// and the terminal states, after which nothing changes.
+var (
+	boardUnseenStates = []string{"pending", "claimed", "failed"}
+	boardTerminal     = []string{"done", "failed", "cancelled"}
+)
+
+// boardModel: one record of the fault board. Creates; claims (granted:
+// the record existed, was not terminal, and the claim raised its fence and
+// revision; reclaims and lost claims in between are unseen changes, which
+// only raise both); fenced PATCHes with expected_revision (acknowledged:
+// the claim's fence and revision were still the record's, nothing unseen
+// happened since; done ends the claim, fence + 1); and the reads after the
+// run (same revision: same state and fence; a higher one: only unseen
+// changes, so never out of a terminal state, and into one of
+// boardUnseenStates). A rejection changes nothing (an unseen reclaim
+// explains any).
+var boardModel = porcupine.Model{
+	Partition: byKey,
+	Init:      func() interface{} { return recordState{} },
+	Step: func(state, input, _ interface{}) (bool, interface{}) {
+		st, o := state.(recordState), input.(op)
+		live := st.exists && !slices.Contains(boardTerminal, st.state)
+		switch o.Kind {
+		case kBCreate:
+			return casStep(o, st, recordState{true, "pending", 0, 1}, !st.exists, true, false)
+		case kBClaim: // only granted claims carry their record's id
+			return live && o.Fence > st.fence && o.Rev > st.rev, recordState{true, "claimed", o.Fence, o.Rev}
+		case kBPatch:
+			from := map[string]string{"running": "claimed", "done": "running"}[o.Text]
+			next := recordState{true, o.Text, o.Fence, st.rev + 1}
+			if slices.Contains(boardTerminal, o.Text) {
+				next.fence++
+			}
+			applies := live && st.state == from && st.fence == o.Fence && st.rev == o.ExpRev
+			return casStep(o, st, next, applies, o.Rev == st.rev+1, false)
+		case kBRead:
+			switch {
+			case o.Rev == st.rev:
+				return st.exists && o.Text == st.state && o.Fence == st.fence, st
+			case o.Rev > st.rev:
+				return live && o.Fence > st.fence && slices.Contains(boardUnseenStates, o.Text),
+					recordState{true, o.Text, o.Fence, o.Rev}
+			}
+		}
+		return false, st
+	},
+	DescribeOperation: func(input, _ interface{}) string { o := input.(op); return o.describe() },
 }
 
 // checkBoard checks the board ops against the board as it ended: every
 // acknowledged create is there; a record acknowledged done is done, its
 // claim ended right after the fence that completed it, and it was
 // acknowledged done once; no two claims of one record were granted the
-// same fence.
-func checkBoard(t *testing.T, base string, ops []op, row *faultRow) {
+// same fence. It returns its reads as ops (kBRead), for boardModel.
+func checkBoard(t *testing.T, base string, ops []op, row *faultRow) []op {
 	ex := func(s string) { row.examples = append(row.examples, s) }
 	final := map[string]boardRecord{}
+	var reads []op
 	read := func(id string) boardRecord {
 		if r, ok := final[id]; ok {
 			return r
 		}
 		var r boardRecord
+		call := now()
 		got := mustEventually(t, 200, "GET", base+"/v1/boards/"+faultBoard+"/records/"+id, runtimeToken)
 		got.json(t, &r)
 		final[id] = r
+		reads = append(reads, op{Kind: kBRead, Key: id, Client: -1, Call: call, Ret: now(), Status: 200,
+			Text: r.State, Fence: r.Fence, Rev: r.Revision})
 		return r
 	}
 	done := map[string]op{}
@@ -121,6 +190,7 @@ func checkBoard(t *testing.T, base string, ops []op, row *faultRow) {
 			read(o.Key)
 		case kBClaim:
 			row.acked["board claims"]++
+			read(o.Key)
 			if granted[o.Key] == nil {
 				granted[o.Key] = map[int64]int{}
 			}
@@ -148,4 +218,12 @@ func checkBoard(t *testing.T, base string, ops []op, row *faultRow) {
 			}
 		}
 	}
+	return reads
+}
+
+// boardOps is the board's history for boardModel: a claim not granted
+// carries no record id (it changed nothing, or it is a lost claim, which
+// the model takes as an unseen change).
+func boardOps(ops []op) []op {
+	return slices.DeleteFunc(slices.Clone(ops), func(o op) bool { return o.Kind == kBClaim && !o.ok() })
 }

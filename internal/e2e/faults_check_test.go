@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -120,5 +121,46 @@ func TestCheck_staleness(t *testing.T) {
 	}
 	if _, over, _, _ := staleness([]op{cas, res(2*s, 4, 0)}, "a/e", 3*time.Second); over != 1 {
 		t.Errorf("a version never written was explained")
+	}
+}
+
+func TestCheck_boardModel(t *testing.T) {
+	create := op{Kind: kBCreate, Key: "r", Client: 1, Call: 0, Ret: 10, Status: 201}
+	claim := func(client int, call, ret, fence, rev int64) op {
+		return op{Kind: kBClaim, Key: "r", Client: client, Call: call, Ret: ret, Fence: fence, Rev: rev, Status: 200}
+	}
+	patch := func(client int, call, ret, fence, exp int64, state string, out op) op {
+		o := out
+		o.Kind, o.Key, o.Client, o.Call, o.Ret, o.Fence, o.ExpRev, o.Text = kBPatch, "r", client, call, ret, fence, exp, state
+		return o
+	}
+	okAt := func(rev int64) op { return op{Status: 200, Rev: rev} }
+	read := func(call int64, state string, fence, rev int64) op {
+		return op{Kind: kBRead, Key: "r", Client: -1, Call: call, Ret: call + 5, Status: 200, Text: state, Fence: fence, Rev: rev}
+	}
+	// one claim worked to the end: claim (fence 1, rev 2), running (3), done (4, fence 2)
+	worked := []op{create, claim(2, 20, 30, 1, 2), patch(2, 40, 50, 1, 2, "running", okAt(3)), patch(2, 60, 70, 1, 3, "done", okAt(4))}
+	cases := []struct {
+		name string
+		ops  []op
+		want porcupine.CheckResult
+	}{
+		{"claimed, run and done; read done", append(slices.Clone(worked), read(100, "done", 2, 4)), porcupine.Ok},
+		{"reclaimed unseen, claimed again and done; the first claim's write refused", []op{create,
+			claim(2, 20, 30, 1, 2), claim(3, 40, 50, 3, 4), patch(2, 60, 70, 1, 2, "running", op{Status: 409, Code: "stale_fence"}),
+			patch(3, 60, 70, 3, 4, "running", okAt(5)), patch(3, 80, 90, 3, 5, "done", okAt(6)), read(100, "done", 4, 6)}, porcupine.Ok},
+		{"an unknown create, then its record claimed", []op{{Kind: kBCreate, Key: "r", Client: 1, Call: 0, Ret: 10, Unknown: true},
+			claim(2, 20, 30, 1, 2), read(100, "claimed", 1, 2)}, porcupine.Ok},
+		{"acknowledged done, read back pending (lost)", append(slices.Clone(worked), read(100, "pending", 3, 5)), porcupine.Illegal},
+		{"claimed again after an acknowledged done", append(slices.Clone(worked), claim(3, 80, 90, 3, 5)), porcupine.Illegal},
+		{"a write under the first claim accepted after a second claim returned", []op{create,
+			claim(2, 20, 30, 1, 2), claim(3, 40, 50, 3, 4), patch(2, 60, 70, 1, 2, "running", okAt(3))}, porcupine.Illegal},
+		{"two claims granted the same fence", []op{create, claim(2, 20, 30, 1, 2), claim(3, 40, 50, 1, 3)}, porcupine.Illegal},
+		{"a claim of a record never created", []op{claim(2, 20, 30, 1, 2)}, porcupine.Illegal},
+	}
+	for _, c := range cases {
+		if got := checkLinearizable(boardModel, boardOps(c.ops), kBCreate, kBClaim, kBPatch, kBRead).result; got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
 	}
 }

@@ -383,7 +383,7 @@ func runFault(t *testing.T, f fault, start func(*testing.T) *faultCluster) fault
 		}
 	}
 
-	checkBoard(t, a, ops, &row)
+	boardReads := checkBoard(t, a, ops, &row)
 
 	var e []string
 	row.regress, e = fenceRegressions(ops)
@@ -400,6 +400,7 @@ func runFault(t *testing.T, f fault, start func(*testing.T) *faultCluster) fault
 		{"turns", checkLinearizable(turnModel, ops, kAppend, kRead)},
 		{"state", checkLinearizable(stateModel, ops, kPut, kSRead)},
 		{"pointer", checkLinearizable(pointerModel, ops, kCAS, kPRead)},
+		{"board", checkLinearizable(boardModel, append(boardOps(ops), boardReads...), kBCreate, kBClaim, kBPatch, kBRead)},
 	} {
 		row.lin = append(row.lin, fmt.Sprintf("%s %s (%d/%d)", chk.name, chk.r.result, chk.r.partitions, chk.r.ops))
 		if chk.r.result != "Ok" {
