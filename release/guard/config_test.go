@@ -89,3 +89,27 @@ func TestDecide_whenRatesShiftBetweenPeriods_comparesWithinPeriods(t *testing.T)
 		t.Fatalf("pooled rates %v / %v", d.Stats.Candidate.Rate, d.Stats.Baseline.Rate)
 	}
 }
+
+// With few samples the confidence sequence is wider than the metric's
+// range; the interval shown stays within it (a failure-rate difference
+// in -100..100 points, a score difference in -1..1).
+func TestDecide_withFewSamples_theDifferenceStaysWithinTheMetricsRange(t *testing.T) {
+	for _, c := range []Config{cfg(0), {Metric: Score, MaxDegradation: 0.05, MinSamples: 1, Confidence: 0.95}} {
+		limit := 100.0
+		if c.Metric == Score {
+			limit = 1
+		}
+		d := Evaluate(c, []Row{{Arm: Baseline, N: 20, Failures: 2, Scored: 20, ScoreSum: 16, ScoreSq: 13},
+			{Arm: Candidate, N: 3, Failures: 1, Scored: 3, ScoreSum: 2, ScoreSq: 1.5}})
+		diff := d.Stats.Difference
+		if diff == nil {
+			t.Fatalf("%s: no difference", c.Metric)
+		}
+		if diff.Lower < -limit || diff.Upper > limit || diff.Lower > diff.Estimate || diff.Estimate > diff.Upper {
+			t.Errorf("%s: difference %+v, want within [-%v, %v] around the estimate", c.Metric, *diff, limit, limit)
+		}
+		if c.Metric == FailureRate && (diff.Lower != -limit || diff.Upper != limit) {
+			t.Errorf("%s: difference %+v: with 3 candidate samples the sequence spans more than the range (the control that the clip is reached)", c.Metric, *diff)
+		}
+	}
+}

@@ -94,7 +94,12 @@ func (t *Tally) Decide(c Config) Decision {
 		if c.Metric == FailureRate {
 			unit = 100
 		}
-		st.Difference = &Difference{Estimate: round(unit * d), Lower: round(unit * lower), Upper: round(unit * (d + r))}
+		// Both metrics' differences lie in [-1, 1]: the interval shown is
+		// the sequence's intersected with that range (still covering; a
+		// few samples otherwise show a rate worse by "-230 points").
+		// The decision reads the unclipped bound; it is the same above 0.
+		st.Difference = &Difference{Estimate: round(unit * d), Lower: round(unit * math.Max(lower, -1)),
+			Upper: round(unit * math.Min(d+r, 1))}
 	}
 	out := Decision{State: Watching, Stats: st}
 	mb, mc := t.arms[0].samples(c.Metric), t.arms[1].samples(c.Metric)
