@@ -28,6 +28,11 @@ type ClaimInput struct {
 // commit hooks stay unspent).
 var errNone = errors.New("board: no eligible record")
 
+// errRaced: the candidate was claimed by another between its read and
+// the UPDATE (SQLite, whose reads do not lock); the claim tries again at
+// once, since no event announces a claim.
+var errRaced = errors.New("board: the candidate was taken meanwhile")
+
 // ClaimNext takes the first record in board order that is in the claim's
 // from state or whose claim has expired (reclaiming it in the same
 // transaction): state -> to, owner, fence + 1, claim_expires_at by the SQL
@@ -64,12 +69,18 @@ func (s *Service) claim(ctx context.Context, board, id string, in ClaimInput) (*
 	actor := audit.Actor(ctx)
 	win := int64(-1)
 	for attempt := 0; ; attempt++ {
+		// A claim publishes nothing: it makes no record claimable, and
+		// waking every waiter of the board for it cost each of them a
+		// claim attempt per claim.
 		wake := s.wakeup(board) // before the attempt: a change during it is not missed
-		if r, ok, err := s.claimKnown(ctx, board, id, in); err != nil {
+		r, emptyAt, err := s.claimKnown(ctx, board, id, in)
+		switch {
+		case errors.Is(err, errRaced):
+			continue
+		case err != nil:
 			return nil, storeErr(err)
-		} else if ok {
+		case r != nil:
 			s.m.claimed(board, time.Since(start))
-			s.publish(ctx, board, r.Revision)
 			return r, nil
 		}
 		v, def, err := s.readClaimView(ctx, board, in.MinPriority)
@@ -82,12 +93,19 @@ func (s *Service) claim(ctx context.Context, board, id string, in ClaimInput) (*
 				return nil, err
 			}
 		}
-		r, err := s.retryVictim(ctx, func() (*Record, error) { return s.claimOnce(ctx, board, id, in, def, v.ExpiredID, 0) })
+		if emptyAt > 0 && emptyAt == v.Revision && v.ExpiredID == nil {
+			// the quick path found no record in the from state under this
+			// machine, and there is no expired claim: nothing to claim
+			err = errNone
+		} else {
+			r, err = s.retryVictim(ctx, func() (*Record, error) { return s.claimOnce(ctx, board, id, in, def, v.ExpiredID, 0) })
+		}
 		switch {
 		case err == nil:
 			s.m.claimed(board, time.Since(start))
-			s.publish(ctx, board, r.Revision)
 			return r, nil
+		case errors.Is(err, errRaced):
+			continue
 		case !errors.Is(err, errNone):
 			s.uncountAt(ctx, board, actor, win)
 			return nil, storeErr(err)
@@ -114,23 +132,30 @@ func (s *Service) claim(ctx context.Context, board, id string, in ClaimInput) (*
 // read before (and with no claim quota, which counts by the SQL clock
 // before the claim): the machine's revision, the clock and the first
 // expired claim come with the candidate's locking read, in one statement
-// instead of two. ok false: no candidate in the from state, or the board
-// was redefined since (its machine is read again), and the caller goes
-// the long way, which reads the board first.
-func (s *Service) claimKnown(ctx context.Context, board, id string, in ClaimInput) (r *Record, ok bool, err error) {
+// instead of two. A nil record: the caller goes the long way, which reads
+// the board first; emptyAt is then the machine's revision under which no
+// record was in the from state (0: not known, or the board was redefined
+// since and its machine is read again).
+func (s *Service) claimKnown(ctx context.Context, board, id string, in ClaimInput) (r *Record, emptyAt int64, err error) {
 	cd, known := s.cachedDef(board)
 	if id != "" || !known || cd.def.Quota.ClaimsPerMinute > 0 {
-		return nil, false, nil
+		return nil, 0, nil
 	}
 	r, err = s.retryVictim(ctx, func() (*Record, error) { return s.claimOnce(ctx, board, "", in, cd.def, nil, cd.rev) })
 	switch {
 	case err == nil:
-		return r, true, nil
-	case errors.Is(err, errNone), errors.Is(err, errRedefined):
-		return nil, false, nil
+		return r, 0, nil
+	case errors.Is(err, errEmpty):
+		return nil, cd.rev, nil
+	case errors.Is(err, errRedefined):
+		return nil, 0, nil
 	}
-	return nil, false, err
+	return nil, 0, err
 }
+
+// errEmpty: on claimKnown's path, no record in the from state (whether a
+// claim expired the long way's view says).
+var errEmpty = errors.New("board: no record in the from state")
 
 // errRedefined: the board's machine changed since the claim's cached copy;
 // the claim's transaction rolls back.
@@ -262,7 +287,7 @@ func (s *Service) claimOnce(ctx context.Context, board, id string, in ClaimInput
 			return nil, res.Error
 		}
 		if res.RowsAffected != 1 { // SQLite only: MySQL holds the row
-			return nil, errNone
+			return nil, errRaced
 		}
 		if reclaim {
 			s.m.reclaimed(board, 1)
@@ -308,7 +333,7 @@ func (s *Service) candidate(tx *gorm.DB, board string, def *Definition, minPrior
 	}
 	if defRev > 0 {
 		if len(from) == 0 {
-			return nil, 0, errNone // the long way looks for expired claims
+			return nil, 0, errEmpty // the long way looks for expired claims
 		}
 		if from[0].DefRev != defRev {
 			return nil, 0, errRedefined

@@ -16,7 +16,10 @@
 //
 // Every record change writes its audit event (board.record_created,
 // board.record_claimed, board.record_updated, board.record_released,
-// board.record_reclaimed) in its own transaction, and publishes a bus
-// event of kind EventKind after commit, which wakes claimers waiting
-// (wait) on this or another instance.
+// board.record_reclaimed) in its own transaction. A change that can make
+// a record claimable (a create, a release, a reclaim, a write that ends a
+// claim, a redefinition) publishes a bus event of kind EventKind after
+// commit, which wakes claimers waiting (wait) on this or another
+// instance; a claim publishes none, so waiters are not woken by each
+// other's claims.
 package board

@@ -292,6 +292,7 @@ func (s *Service) Define(ctx context.Context, board string, def Definition, expe
 	if err != nil {
 		return nil, false, storeErr(err)
 	}
+	s.publish(ctx, board, 0) // another machine may make waiting claims' records claimable
 	return res.b, res.created, nil
 }
 
