@@ -15,18 +15,8 @@ import (
 // sessionSummary is a session in GET /v1/sessions: no metadata, turns or
 // state keys (GET /v1/sessions/{id} has them).
 type sessionSummary struct {
-	SessionID     string     `json:"session_id"`
-	Agent         string     `json:"agent"`
-	Env           string     `json:"env"`
-	UserID        *string    `json:"user_id"`
-	PinnedVersion int        `json:"pinned_version"`
-	Revision      int64      `json:"revision"`
-	State         string     `json:"state"`
-	Fence         int64      `json:"fence"`
-	Lease         *leaseInfo `json:"lease"`
-	TurnCount     int64      `json:"turn_count"`
-	CreatedAt     timestamp  `json:"created_at"`
-	UpdatedAt     timestamp  `json:"updated_at"`
+	sessionCore
+	sessionCounts
 }
 
 // handleListSessions: GET /v1/sessions?agent=&env=&state=&limit=&cursor=
@@ -60,9 +50,7 @@ func (s *Server) handleListSessions(c echo.Context) error {
 			continue
 		}
 		b := sessionBody(ss)
-		out.Items = append(out.Items, sessionSummary{SessionID: b.SessionID, Agent: b.Agent, Env: b.Env, UserID: b.UserID,
-			PinnedVersion: b.PinnedVersion, Revision: b.Revision, State: b.State, Fence: b.Fence, Lease: b.Lease,
-			TurnCount: b.TurnCount, CreatedAt: b.CreatedAt, UpdatedAt: b.UpdatedAt})
+		out.Items = append(out.Items, sessionSummary{b.sessionCore, b.sessionCounts})
 	}
 	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
 	return s.send(c, http.StatusOK, out)

@@ -12,20 +12,30 @@ import (
 
 // sessionResponse is a session as POST /v1/sessions and close answer it.
 type sessionResponse struct {
-	SessionID     string          `json:"session_id"`
-	Agent         string          `json:"agent"`
-	Env           string          `json:"env"`
-	UserID        *string         `json:"user_id"`
-	PinnedVersion int             `json:"pinned_version"`
-	Revision      int64           `json:"revision"`
-	State         string          `json:"state"`
-	Fence         int64           `json:"fence"`
-	Lease         *leaseInfo      `json:"lease"`
-	Metadata      json.RawMessage `json:"metadata"`
-	IdleTTLMs     int64           `json:"idle_ttl_ms"`
-	TurnCount     int64           `json:"turn_count"`
-	CreatedAt     timestamp       `json:"created_at"`
-	UpdatedAt     timestamp       `json:"updated_at"`
+	sessionCore
+	Metadata  json.RawMessage `json:"metadata"`
+	IdleTTLMs int64           `json:"idle_ttl_ms"`
+	sessionCounts
+}
+
+// sessionCore and sessionCounts are the members a session has in every
+// answer, the list's summaries (GET /v1/sessions) included.
+type sessionCore struct {
+	SessionID     string     `json:"session_id"`
+	Agent         string     `json:"agent"`
+	Env           string     `json:"env"`
+	UserID        *string    `json:"user_id"`
+	PinnedVersion int        `json:"pinned_version"`
+	Revision      int64      `json:"revision"`
+	State         string     `json:"state"`
+	Fence         int64      `json:"fence"`
+	Lease         *leaseInfo `json:"lease"`
+}
+
+type sessionCounts struct {
+	TurnCount int64     `json:"turn_count"`
+	CreatedAt timestamp `json:"created_at"`
+	UpdatedAt timestamp `json:"updated_at"`
 }
 
 // sessionDetail is a session as GET /v1/sessions/{id} answers it: with a
@@ -57,9 +67,10 @@ type turnResponse struct {
 }
 
 func sessionBody(s *session.Session) sessionResponse {
-	out := sessionResponse{SessionID: s.SessionID, Agent: s.Agent, Env: s.Env, PinnedVersion: s.PinnedVersion,
-		Revision: s.Revision, State: s.State, Fence: s.Fence, Metadata: s.Metadata, IdleTTLMs: s.IdleTTLMs,
-		TurnCount: s.TurnCount, CreatedAt: timestamp(s.CreatedAt), UpdatedAt: timestamp(s.UpdatedAt)}
+	out := sessionResponse{sessionCore: sessionCore{SessionID: s.SessionID, Agent: s.Agent, Env: s.Env,
+		PinnedVersion: s.PinnedVersion, Revision: s.Revision, State: s.State, Fence: s.Fence},
+		Metadata: s.Metadata, IdleTTLMs: s.IdleTTLMs,
+		sessionCounts: sessionCounts{TurnCount: s.TurnCount, CreatedAt: timestamp(s.CreatedAt), UpdatedAt: timestamp(s.UpdatedAt)}}
 	if s.UserID != "" {
 		u := s.UserID
 		out.UserID = &u
