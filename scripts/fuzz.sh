@@ -9,6 +9,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 for pkg in $(go list ./...); do
 	for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
 		printf '\n=== %s %s (%s)\n' "$pkg" "$target" "${FUZZTIME:-2m}"
-		go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-2m}" "$pkg"
+		./scripts/fuzz-one.sh "$pkg" "$target" "${FUZZTIME:-2m}"
 	done
 done
