@@ -281,6 +281,8 @@ export async function withClaim<T>(
 export interface ClaimLoopOptions extends ClaimOptions {
   /** Ends the loop (it then resolves); aborts the current claim's signal. */
   signal: AbortSignal;
+  /** Called with what work threw, before its record is handed back (the loop goes on). Default: none. */
+  onWorkError?: (err: unknown, claim: HeldClaim) => void;
 }
 
 /**
@@ -320,8 +322,13 @@ export async function claimLoop(
     let failed = false;
     try {
       await work(held, held.signal);
-    } catch {
+    } catch (err) {
       failed = true;
+      try {
+        o.onWorkError?.(err, held);
+      } catch {
+        // a throwing callback must not end the loop with the record held
+      }
     }
     if (!held.lost && (failed || !held.ended)) await held.release().catch(() => undefined);
     else held.stop();

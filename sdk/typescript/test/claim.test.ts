@@ -182,6 +182,26 @@ test("claimLoop_twoWorkersTakeEachRecordExactlyOnce_andResolveWhenTheSignalAbort
   assert.equal(new Set(seen).size, n, "each record once");
 });
 
+test("claimLoop_workThatThrows_isReportedToOnWorkError_andItsRecordGoesBack", async () => {
+  const board = uniq("loopErr");
+  await pd.runtime.createRecord(board, { id: "bad", payload: {} });
+  const ac = new AbortController();
+  const reported: string[] = [];
+  await claimLoop(pd.runtime, board, {
+    holder: "loop-e", ttlMs: 5000, waitMs: 200, signal: ac.signal,
+    onWorkError: (err, claim) => {
+      reported.push(`${claim.id}: ${(err as Error).message}`);
+      ac.abort();
+      throw new Error("a callback that throws does not end the loop with the record held");
+    },
+  }, () => Promise.reject(new Error("model timed out")));
+  console.log(`# claimLoop onWorkError: ${JSON.stringify(reported)}`);
+  assert.deepEqual(reported, ["bad: model timed out"]);
+  const rec = await pd.runtime.getRecord(board, "bad");
+  assert.equal(rec.state, "pending");
+  assert.equal(rec.owner ?? "", "");
+});
+
 test("claimLoop_anAnswerARetryCannotFix_rejectsTheLoop", async () => {
   const ac = new AbortController();
   const t = setTimeout(() => ac.abort(), 5000);
