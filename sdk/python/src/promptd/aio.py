@@ -178,13 +178,20 @@ class AsyncClient:
     async def release_leases(self, lease_id: str, token: str) -> None:
         await self._send(_calls.release_leases(lease_id, token))
 
-    # Boards (the claim's heartbeat context manager is sync-only for now).
+    # Boards.
     async def create_record(self, board: str, payload: Any, *, id: Optional[str] = None,
                             priority: Optional[int] = None, dedupe_key: Optional[str] = None) -> boards.Record:
         return await self._send(boards.create_record(board, payload, id, priority, dedupe_key))
 
     async def get_record(self, board: str, id: str) -> boards.Record:
         return await self._send(boards.get_record(board, id))
+
+    def claim(self, board: str, holder: str, ttl_ms: int = 30000, wait_ms: int = 0,
+              min_priority: Optional[int] = None) -> boards.AsyncBoardClaim:
+        """``async with client.claim(board, holder) as work:``: heartbeats on
+        a task; on loss the body is cancelled and LeaseLost raised (see
+        promptd.boards)."""
+        return boards.AsyncBoardClaim(self, board, holder, ttl_ms, wait_ms, min_priority)
 
     async def claim_next(self, board: str, holder: str, ttl_ms: Optional[int] = None, wait_ms: int = 0,
                          min_priority: Optional[int] = None) -> Optional[tuple[boards.Record, int]]:

@@ -8,10 +8,17 @@ lost (``stale_fence`` / ``claim_expired``, or no heartbeat succeeded before
 it expired) ``work.lost`` is set, writes raise ``LeaseLost`` without
 calling promptd, and leaving the block raises it. A block left without
 finishing releases the record back to the board.
+
+``async with aclient.claim(board, holder) as work:`` is the same with an
+asyncio heartbeat task, whose ``work.complete`` / ``work.fail`` /
+``work.update`` are awaited; on loss it also cancels the task running the
+body, and the ``async with`` then raises ``LeaseLost`` instead of
+``CancelledError``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from dataclasses import dataclass, field
@@ -25,6 +32,7 @@ from .errors import ClaimExpired, LeaseLost, PromptdError, StaleFence
 from .lease import _Keepalive, lease_lost
 
 if TYPE_CHECKING:
+    from .aio import AsyncClient
     from .client import Client
 
 
@@ -189,5 +197,107 @@ class BoardClaim:
         if not self.finished:
             try:
                 self.client._send(release_record(self.board, self.record.id, self.fence))
+            except (StaleFence, ClaimExpired):
+                pass
+
+
+class AsyncBoardClaim:
+    """A claimed record kept alive by heartbeats (asyncio); see the module doc."""
+
+    def __init__(self, client: "AsyncClient", board: str, holder: str, ttl_ms: int = 30000, wait_ms: int = 0,
+                 min_priority: Optional[int] = None) -> None:
+        self.client, self.board, self.holder = client, board, holder
+        self.wait_ms, self.min_priority = wait_ms, min_priority
+        self.ka = _Keepalive(ttl_ms)
+        self.record: Optional[Record] = None
+        self.fence = 0
+        self.finished = False
+        self._beater: Optional[asyncio.Task[None]] = None
+        self._body: Optional[asyncio.Task[Any]] = None
+        self._cancelled_body = False
+        self._exiting = False
+
+    @property
+    def lost(self) -> threading.Event:
+        return self.ka.lost
+
+    async def __aenter__(self) -> "AsyncBoardClaim":
+        sent = time.monotonic()
+        got = await self.client._send(claim_next(self.board, self.holder, self.ka.ttl_ms, self.wait_ms,
+                                                 self.min_priority))
+        if got is None:
+            return self
+        self.record, self.fence = got
+        self.ka.granted(sent)
+        self._body = asyncio.current_task()
+        self._beater = asyncio.create_task(self._beat())
+        return self
+
+    def _lose(self, err: BaseException) -> None:
+        self.ka.mark_lost(err)
+        # Once the block is being left, __aexit__ raises LeaseLost itself.
+        if not self._exiting and self._body is not None and not self._body.done():
+            self._cancelled_body = True
+            self._body.cancel()
+
+    async def _beat(self) -> None:
+        assert self.record is not None
+        while True:
+            await asyncio.sleep(self.ka.next_wait())
+            if time.monotonic() >= self.ka.deadline:
+                self._lose(lease_lost("no heartbeat succeeded before the claim expired"))
+                return
+            sent = time.monotonic()
+            try:
+                await self.client._send(heartbeat(self.board, self.record.id, self.fence, self.ka.ttl_ms),
+                                        retry=self.client._lease_retry)
+            except (StaleFence, ClaimExpired, LeaseLost) as err:
+                self._lose(err)
+                return
+            except PromptdError:
+                continue
+            self.ka.granted(sent)
+            self.ka.renewals += 1
+
+    async def update(self, state: Optional[str] = None, payload: Any = None, *,
+                     set_payload: bool = False) -> Record:
+        """A fenced compare-and-set write of the claimed record."""
+        if self.record is None:
+            raise lease_lost("nothing was claimed")
+        self.ka.check()
+        try:
+            rec = await self.client._send(patch_record(self.board, self.record.id, self.record.revision, state,
+                                                       payload, self.fence, set_payload or payload is not None))
+        except (StaleFence, ClaimExpired) as err:
+            self.ka.mark_lost(err)  # the caller sees the error; exit raises LeaseLost
+            raise
+        self.record = rec
+        return rec
+
+    async def complete(self, payload: Any = None, state: str = "done") -> Record:
+        rec = await self.update(state, payload)
+        self.finished = True
+        return rec
+
+    async def fail(self, payload: Any = None, state: str = "failed") -> Record:
+        return await self.complete(payload, state)
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self._exiting = True
+        if self._beater is not None:
+            self._beater.cancel()
+            try:
+                await self._beater
+            except asyncio.CancelledError:
+                pass
+        if self.record is None:
+            return
+        if self.ka.lost.is_set():
+            if self._cancelled_body and self._body is not None:
+                self._body.uncancel()
+            raise lease_lost(f"board {self.board}: the claim of {self.record.id} was lost") from self.ka.lost_reason
+        if not self.finished:
+            try:
+                await self.client._send(release_record(self.board, self.record.id, self.fence))
             except (StaleFence, ClaimExpired):
                 pass
