@@ -293,8 +293,8 @@ class AsyncBoardClaim:
         if self.record is None:
             return
         if self.ka.lost.is_set():
-            if self._cancelled_body and self._body is not None:
-                self._body.uncancel()
+            if self._cancelled_body and self._body is not None and hasattr(self._body, "uncancel"):
+                self._body.uncancel()  # Python 3.11+; the package supports 3.9
             raise lease_lost(f"board {self.board}: the claim of {self.record.id} was lost") from self.ka.lost_reason
         if not self.finished:
             try:
