@@ -29,7 +29,7 @@ import httpx
 from ._calls import seg
 from ._http import Call, decode
 from .errors import ClaimExpired, LeaseLost, PromptdError, StaleFence
-from .lease import _Keepalive, lease_lost
+from .lease import _AsyncHeld, _Keepalive, lease_lost
 
 if TYPE_CHECKING:
     from .aio import AsyncClient
@@ -116,23 +116,32 @@ def release_record(board: str, id: str, fence: int) -> Call[Any]:
                 json={"fence": fence})
 
 
-class BoardClaim:
-    """A claimed record kept alive by heartbeats (sync); see the module doc."""
+class _Claim:
+    """What both flavours of a claim hold: the claim's terms, the record
+    and its fence once granted, and the keepalive state."""
 
-    def __init__(self, client: "Client", board: str, holder: str, ttl_ms: int = 30000, wait_ms: int = 0,
-                 min_priority: Optional[int] = None) -> None:
-        self.client, self.board, self.holder = client, board, holder
+    def __init__(self, board: str, holder: str, ttl_ms: int, wait_ms: int, min_priority: Optional[int]) -> None:
+        self.board, self.holder = board, holder
         self.wait_ms, self.min_priority = wait_ms, min_priority
         self.ka = _Keepalive(ttl_ms)
         self.record: Optional[Record] = None
         self.fence = 0
         self.finished = False
-        self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
 
     @property
     def lost(self) -> threading.Event:
         return self.ka.lost
+
+
+class BoardClaim(_Claim):
+    """A claimed record kept alive by heartbeats (sync); see the module doc."""
+
+    def __init__(self, client: "Client", board: str, holder: str, ttl_ms: int = 30000, wait_ms: int = 0,
+                 min_priority: Optional[int] = None) -> None:
+        super().__init__(board, holder, ttl_ms, wait_ms, min_priority)
+        self.client = client
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
 
     def __enter__(self) -> "BoardClaim":
         sent = time.monotonic()
@@ -201,25 +210,14 @@ class BoardClaim:
                 pass
 
 
-class AsyncBoardClaim:
+class AsyncBoardClaim(_AsyncHeld, _Claim):
     """A claimed record kept alive by heartbeats (asyncio); see the module doc."""
 
     def __init__(self, client: "AsyncClient", board: str, holder: str, ttl_ms: int = 30000, wait_ms: int = 0,
                  min_priority: Optional[int] = None) -> None:
-        self.client, self.board, self.holder = client, board, holder
-        self.wait_ms, self.min_priority = wait_ms, min_priority
-        self.ka = _Keepalive(ttl_ms)
-        self.record: Optional[Record] = None
-        self.fence = 0
-        self.finished = False
+        super().__init__(board, holder, ttl_ms, wait_ms, min_priority)
+        self.client = client
         self._beater: Optional[asyncio.Task[None]] = None
-        self._body: Optional[asyncio.Task[Any]] = None
-        self._cancelled_body = False
-        self._exiting = False
-
-    @property
-    def lost(self) -> threading.Event:
-        return self.ka.lost
 
     async def __aenter__(self) -> "AsyncBoardClaim":
         sent = time.monotonic()
@@ -233,31 +231,13 @@ class AsyncBoardClaim:
         self._beater = asyncio.create_task(self._beat())
         return self
 
-    def _lose(self, err: BaseException) -> None:
-        self.ka.mark_lost(err)
-        # Once the block is being left, __aexit__ raises LeaseLost itself.
-        if not self._exiting and self._body is not None and not self._body.done():
-            self._cancelled_body = True
-            self._body.cancel()
-
     async def _beat(self) -> None:
         assert self.record is not None
-        while True:
-            await asyncio.sleep(self.ka.next_wait())
-            if time.monotonic() >= self.ka.deadline:
-                self._lose(lease_lost("no heartbeat succeeded before the claim expired"))
-                return
-            sent = time.monotonic()
-            try:
-                await self.client._send(heartbeat(self.board, self.record.id, self.fence, self.ka.ttl_ms),
-                                        retry=self.client._lease_retry)
-            except (StaleFence, ClaimExpired, LeaseLost) as err:
-                self._lose(err)
-                return
-            except PromptdError:
-                continue
-            self.ka.granted(sent)
-            self.ka.renewals += 1
+        record_id = self.record.id
+        await self._keep_alive(
+            lambda: self.client._send(heartbeat(self.board, record_id, self.fence, self.ka.ttl_ms),
+                                      retry=self.client._lease_retry),
+            (StaleFence, ClaimExpired, LeaseLost), "no heartbeat succeeded before the claim expired")
 
     async def update(self, state: Optional[str] = None, payload: Any = None, *,
                      set_payload: bool = False) -> Record:
@@ -293,8 +273,7 @@ class AsyncBoardClaim:
         if self.record is None:
             return
         if self.ka.lost.is_set():
-            if self._cancelled_body and self._body is not None and hasattr(self._body, "uncancel"):
-                self._body.uncancel()  # Python 3.11+; the package supports 3.9
+            self._give_back_cancel()
             raise lease_lost(f"board {self.board}: the claim of {self.record.id} was lost") from self.ka.lost_reason
         if not self.finished:
             try:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Sequence
 
 from . import _calls
 from .errors import LeaseLost, PromptdError, StaleFence
@@ -30,6 +30,48 @@ if TYPE_CHECKING:
 
 def lease_lost(detail: str) -> LeaseLost:
     return LeaseLost(409, "lease_lost", detail)
+
+
+class _AsyncHeld:
+    """What the asyncio holders (a session lease, a board claim) share: a
+    keepalive task that beats every ttl/3, and on loss the cancellation of
+    the task running the ``async with`` body, given back when the block is
+    left (where ``Task.uncancel`` exists: Python 3.11+)."""
+
+    ka: "_Keepalive"
+    _body: Optional["asyncio.Task[Any]"] = None
+    _cancelled_body = False
+    _exiting = False  # set when the block is left: __aexit__ raises LeaseLost itself
+
+    def _lose(self, err: BaseException) -> None:
+        self.ka.mark_lost(err)
+        if not self._exiting and self._body is not None and not self._body.done():
+            self._cancelled_body = True
+            self._body.cancel()
+
+    def _give_back_cancel(self) -> None:
+        if self._cancelled_body and self._body is not None and hasattr(self._body, "uncancel"):
+            self._body.uncancel()
+
+    async def _keep_alive(self, beat: Callable[[], Awaitable[Any]], lost_on: tuple[type[BaseException], ...],
+                          expired: str) -> None:
+        """Beats until lost: an answer of a lost_on type, or no beat through
+        by the deadline (expired says so); other refusals are tried again."""
+        while True:
+            await asyncio.sleep(self.ka.next_wait())
+            if time.monotonic() >= self.ka.deadline:
+                self._lose(lease_lost(expired))
+                return
+            sent = time.monotonic()
+            try:
+                await beat()
+            except lost_on as err:
+                self._lose(err)
+                return
+            except PromptdError:
+                continue
+            self.ka.granted(sent)
+            self.ka.renewals += 1
 
 
 class _Keepalive:
@@ -169,7 +211,7 @@ class SessionLease(_SessionWrites):
         return self.client.close_session(self.sid, expected_revision)
 
 
-class AsyncSessionLease(_SessionWrites):
+class AsyncSessionLease(_AsyncHeld, _SessionWrites):
     """A held session lease (asyncio); see the module doc."""
 
     def __init__(self, client: "AsyncClient", sid: str, holder: str, ttl_ms: int = 5000, wait_ms: int = 0,
@@ -179,8 +221,6 @@ class AsyncSessionLease(_SessionWrites):
         self.ka = _Keepalive(ttl_ms)
         self.grant = None
         self._renewer: Optional[asyncio.Task[None]] = None
-        self._body: Optional[asyncio.Task[Any]] = None
-        self._cancelled_body = False
 
     async def __aenter__(self) -> "AsyncSessionLease":
         sent = time.monotonic()
@@ -193,29 +233,11 @@ class AsyncSessionLease(_SessionWrites):
         self._renewer = asyncio.create_task(self._renew_loop())
         return self
 
-    def _lose(self, err: BaseException) -> None:
-        self.ka.mark_lost(err)
-        if self._body is not None and not self._body.done():
-            self._cancelled_body = True
-            self._body.cancel()
-
     async def _renew_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.ka.next_wait())
-            if time.monotonic() >= self.ka.deadline:
-                self._lose(lease_lost("no renewal succeeded before the lease expired"))
-                return
-            sent = time.monotonic()
-            try:
-                await self.client._send(_calls.renew_session_lease(self.sid, self.token, self.ka.ttl_ms),
-                                        retry=self.client._lease_retry)
-            except LeaseLost as err:
-                self._lose(err)
-                return
-            except PromptdError:
-                continue
-            self.ka.granted(sent)
-            self.ka.renewals += 1
+        await self._keep_alive(
+            lambda: self.client._send(_calls.renew_session_lease(self.sid, self.token, self.ka.ttl_ms),
+                                      retry=self.client._lease_retry),
+            (LeaseLost,), "no renewal succeeded before the lease expired")
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if self._renewer is not None:
@@ -227,8 +249,7 @@ class AsyncSessionLease(_SessionWrites):
         if self.client._leases.get(self.sid) is self:
             del self.client._leases[self.sid]
         if self.ka.lost.is_set():
-            if self._cancelled_body and self._body is not None and hasattr(self._body, "uncancel"):
-                self._body.uncancel()
+            self._give_back_cancel()
             raise lease_lost(f"session {self.sid}: the lease was lost while the work ran") from self.ka.lost_reason
         try:
             await self.client._send(_calls.release_session_lease(self.sid, self.token))
