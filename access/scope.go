@@ -141,3 +141,46 @@ func (s *Scopes) Validate() error {
 	}
 	return nil
 }
+
+// Intersect is the scopes that allow a name exactly when both s and o
+// allow it (nil: unscoped). Of two patterns, the names both match are
+// those of the narrower one, when one covers the other, and none
+// otherwise, so the intersection of two lists is again a list of
+// patterns.
+func (s *Scopes) Intersect(o *Scopes) *Scopes {
+	if s.Unscoped() {
+		return o
+	}
+	if o.Unscoped() {
+		return s
+	}
+	return &Scopes{Agents: intersectLists(s.Agents, o.Agents), Envs: intersectLists(s.Envs, o.Envs),
+		Boards: intersectLists(s.Boards, o.Boards)}
+}
+
+func intersectLists(a, b []string) []string {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	out := []string{} // empty, not nil: no name
+	for _, p := range a {
+		for _, q := range b {
+			m := ""
+			switch {
+			case covers(p, q):
+				m = q
+			case covers(q, p):
+				m = p
+			default:
+				continue
+			}
+			if !slices.Contains(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}

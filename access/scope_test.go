@@ -37,3 +37,23 @@ func TestScopes_allows_namesAndPrefixes(t *testing.T) {
 		t.Error("[] allows nothing, omitted everything")
 	}
 }
+
+func TestScopes_intersect_allowsWhatBothAllow(t *testing.T) {
+	a := &Scopes{Agents: []string{"team-*", "solo"}, Envs: []string{"prod"}}
+	b := &Scopes{Agents: []string{"team-a-*", "team-b-x", "other"}, Boards: []string{"b1"}}
+	got := a.Intersect(b)
+	for _, c := range []struct {
+		kind, name string
+	}{{KindAgent, "team-a-1"}, {KindAgent, "team-b-x"}, {KindAgent, "team-b-y"}, {KindAgent, "solo"}, {KindAgent, "other"},
+		{KindEnv, "prod"}, {KindEnv, "dev"}, {KindBoard, "b1"}, {KindBoard, "b2"}} {
+		if want := a.Allows(c.kind, c.name) && b.Allows(c.kind, c.name); got.Allows(c.kind, c.name) != want {
+			t.Errorf("Allows(%s, %s) = %v, want %v", c.kind, c.name, !want, want)
+		}
+	}
+	if (*Scopes)(nil).Intersect(b) != b || a.Intersect(nil) != a {
+		t.Error("unscoped is the identity")
+	}
+	if none := (&Scopes{Agents: []string{"x"}}).Intersect(&Scopes{Agents: []string{"y"}}); none.Agents == nil || none.Allows(KindAgent, "x") {
+		t.Errorf("disjoint lists = %+v, want an empty list (no agent)", none)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -60,9 +61,12 @@ type Service struct {
 	sessions map[string]*sessionEntry
 }
 
-// entry is a cached check: the token as SQL had it at checked.
+// entry is a cached check: the token as SQL had it at checked, and its
+// creators (lineage.go).
 type entry struct {
-	tok     *Token
+	id      string // the token's id
+	tok     *Token // effective: as wide as its creators allow
+	chain   []string
 	checked time.Time
 	used    time.Time // when last_used_at was last queued
 }
@@ -91,18 +95,26 @@ func New(o Options) *Service {
 	return s
 }
 
-// forget drops the cached check of token id: its next use re-reads SQL.
+// forget drops the cached check of token id and of every token it made
+// (directly or not): their next use re-reads SQL.
 func (s *Service) forget(id string) {
 	s.mu.Lock()
 	if h, ok := s.byID[id]; ok {
 		delete(s.cache, h)
 		delete(s.byID, id)
 	}
+	for h, e := range s.cache {
+		if slices.Contains(e.chain, id) {
+			delete(s.cache, h)
+			delete(s.byID, e.id)
+		}
+	}
 	s.mu.Unlock()
 }
 
-// Authenticate returns the live managed token whose secret is presented:
-// ErrUnknown when there is none (or it is revoked or expired), and
+// Authenticate returns the live managed token whose secret is presented,
+// as wide as its creators allow now (lineage.go): ErrUnknown when there
+// is none (or it or one of its creators is revoked or expired), and
 // ErrUnavailable when SQL cannot confirm it and the last check is older
 // than CacheTTL. The secret is found by its SHA-256 (a map key, then an
 // indexed column) and the stored hash compared in constant time.
@@ -162,7 +174,8 @@ func (s *Service) authenticate(ctx context.Context, sum [sha256.Size]byte, looku
 	return e.tok, nil
 }
 
-// check re-reads the token of h from SQL and caches what it found.
+// check re-reads the token of h and its creators from SQL and caches
+// what it found.
 func (s *Service) check(ctx context.Context, h hashOf, now time.Time) (*entry, error) {
 	var rs []row
 	err := s.o.DB.WithContext(ctx).Raw(`SELECT `+tokenCols+` FROM access_tokens WHERE secret_hash = ?`, h.hex()).Scan(&rs).Error
@@ -172,12 +185,18 @@ func (s *Service) check(ctx context.Context, h hashOf, now time.Time) (*entry, e
 	if len(rs) == 0 || subtle.ConstantTimeCompare([]byte(rs[0].SecretHash), []byte(h.hex())) != 1 {
 		return &entry{}, nil // not cached: only tokens that exist take memory
 	}
-	e := &entry{tok: rs[0].token(), checked: now}
+	tok := rs[0].token()
+	creators, err := s.creators(ctx, s.o.DB, []*Token{tok})
+	if err != nil {
+		return nil, errors.Join(ErrUnavailable, err)
+	}
+	e := &entry{id: tok.ID, checked: now}
+	e.tok, e.chain = s.effective(tok, creators, now)
 	s.mu.Lock()
 	if old := s.cache[h]; old != nil {
 		e.used = old.used
 	}
-	s.cache[h], s.byID[e.tok.ID] = e, h
+	s.cache[h], s.byID[e.id] = e, h
 	s.mu.Unlock()
 	return e, nil
 }
@@ -211,8 +230,8 @@ func (s *Service) Run(ctx context.Context) {
 // refreshBatch is how many cached checks one refresh query re-reads.
 const refreshBatch = 500
 
-// refresh re-reads every cached token from SQL and marks its check fresh
-// as of the query's start.
+// refresh re-reads every cached token and its creators from SQL and marks
+// its check fresh as of the query's start.
 func (s *Service) refresh(ctx context.Context) error {
 	s.mu.RLock()
 	hashes := make([]string, 0, len(s.cache))
@@ -228,9 +247,15 @@ func (s *Service) refresh(ctx context.Context) error {
 		if err := s.o.DB.WithContext(ctx).Raw(`SELECT `+tokenCols+` FROM access_tokens WHERE secret_hash IN ?`, chunk).Scan(&rs).Error; err != nil {
 			return sqlstore.Translate(err)
 		}
-		found := make(map[string]*row, len(rs))
+		found := make(map[string]*Token, len(rs))
+		toks := make([]*Token, len(rs))
 		for i := range rs {
-			found[rs[i].SecretHash] = &rs[i]
+			toks[i] = rs[i].token()
+			found[rs[i].SecretHash] = toks[i]
+		}
+		creators, err := s.creators(ctx, s.o.DB, toks)
+		if err != nil {
+			return err
 		}
 		s.mu.Lock()
 		for _, hx := range chunk {
@@ -240,13 +265,15 @@ func (s *Service) refresh(ctx context.Context) error {
 			if e == nil || e.checked.After(at) {
 				continue // forgotten, or checked since
 			}
-			r := found[hx]
-			if r == nil {
+			t := found[hx]
+			if t == nil {
 				delete(s.cache, h)
-				delete(s.byID, e.tok.ID)
+				delete(s.byID, e.id)
 				continue
 			}
-			s.cache[h] = &entry{tok: r.token(), checked: at, used: e.used}
+			ne := &entry{id: t.ID, checked: at, used: e.used}
+			ne.tok, ne.chain = s.effective(t, creators, at)
+			s.cache[h] = ne
 		}
 		s.mu.Unlock()
 	}

@@ -11,7 +11,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -113,8 +112,11 @@ func (e *clientGone) Unwrap() error { return e.err }
 // validates it: the one way handlers read bodies.
 //
 //   - what readBody refuses, an empty body, not an object: 400 invalid_json
-//   - an unknown member, a value of the wrong type (a fraction or an
-//     out-of-range number for an integer): 400 invalid_field naming it
+//   - an unknown member, at any depth (names match exactly, case
+//     included, so neither encoding/json's dropping of unknown members
+//     nor its case-insensitive matching applies), a value of the wrong
+//     type (a fraction or an out-of-range number for an integer): 400
+//     invalid_field naming it by its path ("scopes.agent")
 //   - then dst.validate(), when dst has one.
 func decode(c echo.Context, dst any) error {
 	body, err := readBody(c)
@@ -141,20 +143,29 @@ func decodeOptional(c echo.Context, dst any) error {
 }
 
 // decodeObject decodes one JSON object into dst; prefix names the object's
-// place in the body ("items[3].") for errors.
+// place in the body ("items[3].") for errors. Every object in raw that
+// decodes into a struct, however deep (struct members, pointers, slices,
+// maps of structs), names only that struct's members, exactly
+// (jsonin.CheckFor); a json.RawMessage member is not looked into: it is
+// decoded later with decodeObject (steps, guard, items, turns) or is
+// free-form (payload, metadata, config, whose own parser is strict).
 func decodeObject(raw []byte, prefix string, dst any) error {
-	keys, err := objectKeys(raw)
-	if err != nil {
+	if _, err := objectKeys(raw); err != nil {
 		if prefix == "" {
 			return Errorf(CodeInvalidJSON, "the request body is not a valid JSON object: %v", err)
 		}
 		return invalidField(strings.TrimSuffix(prefix, "."), "must be a JSON object: %v", err)
 	}
-	allowed := jsonFields(reflect.TypeOf(dst).Elem())
-	for _, k := range keys {
-		if !allowed[k] {
-			return invalidField(prefix+k, "unknown field %q", k)
+	if err := jsonin.CheckFor(raw, maxBodyDepth, reflect.TypeOf(dst)); err != nil {
+		var e *jsonin.Error
+		if errors.As(err, &e) && errors.Is(err, jsonin.ErrUnknownMember) {
+			field := prefix + e.Path
+			return invalidField(field, "unknown field %q (member names match exactly, case included)", field)
 		}
+		if prefix == "" {
+			return jsonRefused(err)
+		}
+		return invalidField(strings.TrimSuffix(prefix, "."), "must be a valid JSON object: %v", err)
 	}
 	if err := json.Unmarshal(raw, dst); err != nil {
 		var te *json.UnmarshalTypeError
@@ -209,29 +220,6 @@ func objectKeys(raw []byte) ([]string, error) {
 		return nil, errors.New("unexpected data after the JSON object")
 	}
 	return keys, nil
-}
-
-var fieldsCache sync.Map // reflect.Type -> map[string]bool
-
-// jsonFields lists the JSON member names of a struct type.
-func jsonFields(t reflect.Type) map[string]bool {
-	if f, ok := fieldsCache.Load(t); ok {
-		return f.(map[string]bool)
-	}
-	names := map[string]bool{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" || !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		names[name] = true
-	}
-	fieldsCache.Store(t, names)
-	return names
 }
 
 func kindName(t reflect.Type) string {

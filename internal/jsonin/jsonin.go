@@ -59,6 +59,7 @@ type frame struct {
 	key   []byte   // objects: the member being read (decoded)
 	keys  [][]byte // objects: the keys read so far (duplicates)
 	set   map[string]struct{}
+	shape *shape // what the value is decoded into (CheckFor); nil: anything
 }
 
 // smallObject is how many keys an object is checked for duplicates by a
@@ -91,13 +92,21 @@ func (f *frame) addKey(k []byte) bool {
 // push opens an object or array, reusing the storage of frames closed
 // before, so a document of many small objects allocates nothing per object.
 func (s *scanner) push(obj bool) {
+	sh := s.root
+	if n := len(s.stack); n > 0 {
+		top := &s.stack[n-1]
+		sh = top.shape.child(top.key)
+	}
+	if sh != nil && sh.object() != obj {
+		sh = nil // the wrong kind of value: encoding/json's type error
+	}
 	if len(s.stack) < cap(s.stack) {
 		s.stack = s.stack[:len(s.stack)+1]
 		f := &s.stack[len(s.stack)-1]
-		*f = frame{obj: obj, keys: f.keys[:0]}
+		*f = frame{obj: obj, keys: f.keys[:0], shape: sh}
 		return
 	}
-	s.stack = append(s.stack, frame{obj: obj})
+	s.stack = append(s.stack, frame{obj: obj, shape: sh})
 }
 
 type scanner struct {
@@ -105,6 +114,7 @@ type scanner struct {
 	i     int
 	max   int
 	stack []frame
+	root  *shape // the shape of the document (CheckFor)
 }
 
 // Check reports whether doc is one strict JSON value (see the package
@@ -280,6 +290,11 @@ func (s *scanner) member() error {
 		return s.failKind(ErrDuplicateKey, "duplicate key "+strconv.Quote(string(k)))
 	}
 	top.key = k
+	if sh := top.shape; sh != nil && sh.kind == structShape {
+		if _, ok := sh.fields[string(k)]; !ok {
+			return s.failKind(ErrUnknownMember, "unknown member "+strconv.Quote(string(k))+" (member names match exactly, case included)")
+		}
+	}
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != ':' {
 		return s.fail("expected ':' after an object key")
