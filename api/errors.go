@@ -295,10 +295,15 @@ func coordinationProblem(err error) *Error {
 		hr    *leases.HeldError
 		held  *locks.HeldError
 		lost  *leases.LostError
+		lq    *leases.QuotaError
 	)
 	switch {
 	case errors.As(err, &e):
 		return nil // an *Error wrapping a domain error keeps its own code
+	case errors.As(err, &lq):
+		return (&Error{Code: "quota_exceeded", Err: err, Detail: fmt.Sprintf(
+			"this token holds %d live generic leases, the limit; release one or retry when one expires", lq.Limit)}).
+			With("limit", lq.Limit).WithHeader("Retry-After", retryAfter(lq.RetryAfter))
 	case errors.As(err, &trans):
 		return (&Error{Code: "invalid_transition", Err: err, Detail: fmt.Sprintf("a release that is %s cannot %s", trans.State, trans.Action)}).
 			With("state", string(trans.State))

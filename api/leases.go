@@ -42,7 +42,9 @@ type leasesResponse struct {
 // taken in sorted order; on a conflict everything taken is released, the
 // request waits (up to wait_ms) for the blocking resource's release and
 // retries the whole set. One token holds them all. 200 {lease_id, token,
-// fences, expires_at}; 423 lease_held with conflicts.
+// fences, expires_at}; 423 lease_held with conflicts; 429 quota_exceeded
+// with Retry-After when the token holds PROMPTD_LEASE_MAX_PER_TOKEN live
+// generic leases.
 func (s *Server) handleAcquireLeases(c echo.Context) error {
 	var req acquireLeasesRequest
 	if err := decode(c, &req); err != nil {
@@ -52,7 +54,7 @@ func (s *Server) handleAcquireLeases(c echo.Context) error {
 	// The service validates the holder (and the rest again, for callers
 	// other than this handler).
 	l, err := s.cfg.Leases.Acquire(c.Request().Context(), leases.AcquireInput{
-		Resources: req.Resources, Holder: req.Holder, TTL: req.ttl, Wait: req.wait})
+		Resources: req.Resources, Holder: req.Holder, TTL: req.ttl, Wait: req.wait, Owner: actorOf(c)})
 	if err != nil {
 		return err
 	}

@@ -15,8 +15,9 @@ import (
 const SweepJob = "board-reclaim"
 
 // sweepLeaseTTL is how long a replica that died mid-run keeps the others
-// from sweeping; a live one keeps its lease alive.
-const sweepLeaseTTL = 10 * time.Second
+// from the job (locks.RunExclusive caps it at locks.MaxRunTTL); a live one
+// keeps its lease alive.
+const sweepLeaseTTL = locks.MaxRunTTL
 
 // cleanupEvery spaces the retention deletes of a sweeper.
 const cleanupEvery = time.Minute

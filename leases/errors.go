@@ -2,6 +2,7 @@ package leases
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -44,3 +45,14 @@ func (e *LostError) Error() string {
 
 // Is makes errors.Is(err, locks.ErrLeaseLost) true.
 func (e *LostError) Is(target error) bool { return target == locks.ErrLeaseLost }
+
+// QuotaError: the owner already holds Limit live leases; nothing was
+// taken. RetryAfter is when the first of them expires (at least a second).
+type QuotaError struct {
+	Limit      int
+	RetryAfter time.Duration
+}
+
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("leases: the owner holds %d live leases, the limit", e.Limit)
+}

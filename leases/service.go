@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/ident"
@@ -29,8 +30,14 @@ type Options struct {
 	Locker locks.Locker
 	Keys   locks.Keys
 	// Events receives lease.acquired, lease.released and
-	// lease.renew_failed, written asynchronously; nil drops them.
+	// lease.renew_failed, written asynchronously; nil drops them. Their
+	// details are a few bounded fields (see event), never the request.
 	Events *audit.Batcher
+	// Ledger counts each owner's live leases; nil: a MemoryLedger (this
+	// process only). MaxPerOwner bounds them (PROMPTD_LEASE_MAX_PER_TOKEN);
+	// zero means DefaultMaxPerOwner.
+	Ledger      Ledger
+	MaxPerOwner int
 }
 
 // Service grants, renews and releases generic leases.
@@ -39,7 +46,15 @@ type Service struct {
 }
 
 // New returns a Service.
-func New(o Options) *Service { return &Service{o: o} }
+func New(o Options) *Service {
+	if o.Ledger == nil {
+		o.Ledger = NewMemoryLedger()
+	}
+	if o.MaxPerOwner <= 0 {
+		o.MaxPerOwner = DefaultMaxPerOwner
+	}
+	return &Service{o: o}
+}
 
 // AcquireInput asks for a lease.
 type AcquireInput struct {
@@ -52,6 +67,9 @@ type AcquireInput struct {
 	TTL time.Duration
 	// Wait is how long to wait for held resources, 0..MaxWait.
 	Wait time.Duration
+	// Owner is who takes the lease (the token's name), counted against
+	// Options.MaxPerOwner; empty: audit.Actor(ctx).
+	Owner string
 }
 
 // Lease is a granted lease. The token renews and releases it; it never
@@ -118,8 +136,23 @@ func (s *Service) Acquire(ctx context.Context, in AcquireInput) (*Lease, error) 
 		return nil, err
 	}
 	token := locks.NewToken()
+	owner, member := ownerOf(ctx, in.Owner), ledgerMember(token)
+	// The owner's live leases are counted before anything is taken, and
+	// the count fails closed: a ledger error takes nothing.
+	ok, first, err := s.o.Ledger.Reserve(ctx, owner, member, time.Now().Add(in.Wait+ttl), s.o.MaxPerOwner)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, &QuotaError{Limit: s.o.MaxPerOwner, RetryAfter: max(time.Until(first), time.Second)}
+	}
 	g, err := s.o.Locker.AcquireAll(ctx, keys, ttl, locks.WithWait(in.Wait), locks.WithoutKeepalive(),
 		locks.WithHolder(in.Holder), locks.WithOwnerToken(token))
+	if err != nil {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		_ = s.o.Ledger.Drop(dctx, owner, member) // else counted until its reserved expiry
+		cancel()
+	}
 	var held *locks.HeldError
 	switch {
 	case errors.As(err, &held):
@@ -138,7 +171,7 @@ func (s *Service) Acquire(ctx context.Context, in AcquireInput) (*Lease, error) 
 			l.ExpiresAt = e
 		}
 	}
-	s.event(ctx, "lease.acquired", resources, map[string]any{"holder": in.Holder, "fences": l.Fences, "lease_id": l.ID.String()})
+	s.event(ctx, "lease.acquired", resources, map[string]any{"holder": eventHolder(in.Holder), "fence": l.Fences[resources[0]]})
 	return l, nil
 }
 
@@ -169,9 +202,11 @@ func (s *Service) Renew(ctx context.Context, id ID, token string, ttl time.Durat
 		}
 	}
 	if len(lost) > 0 {
-		s.event(ctx, "lease.renew_failed", id.resources, map[string]any{"lost": lost})
+		s.event(ctx, "lease.renew_failed", id.resources, map[string]any{"lost": len(lost)})
 		return time.Time{}, &LostError{Resources: lost}
 	}
+	// Best effort: a count not extended ends at its former expiry.
+	_ = s.o.Ledger.Extend(ctx, ownerOf(ctx, ""), ledgerMember(token), expires)
 	return expires, nil
 }
 
@@ -196,6 +231,7 @@ func (s *Service) Release(ctx context.Context, id ID, token string) error {
 			freed = append(freed, back[keys[i]])
 		}
 	}
+	_ = s.o.Ledger.Drop(ctx, ownerOf(ctx, ""), ledgerMember(token)) // best effort, as Extend
 	if len(freed) > 0 {
 		slices.Sort(freed)
 		s.event(ctx, "lease.released", freed, map[string]any{})
@@ -224,11 +260,39 @@ func (s *Service) keys(resources []string) (keys []string, back map[string]strin
 	return keys, back, nil
 }
 
+// MaxEventHolder bounds the bytes of the holder a lease event keeps.
+const MaxEventHolder = 64
+
 // event queues an audit event of a lease (asynchronously, never slowing the
-// lease path). The resource is the first one; details list them all.
+// lease path). The row stays small whatever the request: its resource is
+// the first one (at most 256 bytes) and its details a fixed set of small
+// fields: "resources" (how many), "holder" (cut to MaxEventHolder bytes)
+// and "fence" (the first resource's) on lease.acquired, "lost" (how many)
+// on lease.renew_failed. No list, fence map or lease id (which encodes
+// every resource) is copied.
 func (s *Service) event(ctx context.Context, action string, resources []string, details map[string]any) {
-	details["resources"] = resources
+	details["resources"] = len(resources)
 	s.o.Events.Add(ctx, audit.Event{Action: action, Resource: "leases/" + resources[0]}, details)
+}
+
+// eventHolder is holder cut to MaxEventHolder bytes, on a rune boundary.
+func eventHolder(holder string) string {
+	if len(holder) <= MaxEventHolder {
+		return holder
+	}
+	cut := MaxEventHolder
+	for cut > 0 && !utf8.RuneStart(holder[cut]) {
+		cut--
+	}
+	return holder[:cut]
+}
+
+// ownerOf is the owner a lease is counted for.
+func ownerOf(ctx context.Context, owner string) string {
+	if owner != "" {
+		return owner
+	}
+	return audit.Actor(ctx)
 }
 
 // KindLock is the lock kind of generic leases (locks.Keys.Key).

@@ -54,9 +54,11 @@ end
 -- kept as the string TIME's two parts make (formatting a Lua number,
 -- string.format or tostring, costs about 0.3 µs of server time here), and
 -- the counter is written once, with the final fence. The counter expires
--- (ARGV[4], a day by default, far beyond any lease), so keys of resources
--- locked once do not stay forever; a grant after it expired is above it by
--- the time component.
+-- ARGV[4] (10 minutes by default, at least 10 lease TTLs) after the grant,
+-- plus however far the fence is ahead of the clock (a floor, grants faster
+-- than one per µs): past that the server time alone is above it, so keys
+-- of resources locked once do not stay, and a grant after it expired is
+-- above it by the time component.
 local t = redis.call('TIME')
 local us = t[2]
 if #us < 6 then us = string.rep('0', 6 - #us) .. us end
@@ -69,7 +71,9 @@ if c + 1 > f then f = c + 1 end
 local floor = tonumber(ARGV[6] or '0')
 if floor + 1 > f then f = floor + 1 end
 if f ~= now then fs = string.format('%.0f', f) end
-redis.call('SET', KEYS[2], fs, 'PX', ARGV[4])
+local px = tonumber(ARGV[4])
+if f > now then px = px + math.ceil((f - now) / 1000) end
+redis.call('SET', KEYS[2], fs, 'PX', px)
 redis.call('SET', KEYS[1], ARGV[1] .. ' 1 - - ' .. fs .. ' ' .. since .. ' ' .. ARGV[3], 'PX', ARGV[2])
 if v then
   return {3, f, now}

@@ -30,7 +30,8 @@
 // Keys follow promptd's key schema, built by Keys: P:lock:<kind>:{<id>}, with
 // the fence counter at <lock key>:fence in the same Redis Cluster slot. Every
 // key expires: a lock with its lease, a fence counter RedisOptions.FenceTTL
-// (a day) after its last grant, after which the time component keeps fences
+// (10 minutes) after its last grant, plus however far its fence was ahead of
+// the clock, after which the time component keeps fences
 // growing. The memory backend likewise drops expired entries and the fence
 // counters its monotonic clock has passed.
 package locks

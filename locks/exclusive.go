@@ -12,6 +12,14 @@ import (
 // if it cannot be sent in time the key frees itself at the lease's TTL.
 const runReleaseTimeout = 5 * time.Second
 
+// MaxRunTTL bounds the lease of a RunExclusive run, whatever ttl the
+// caller asks for: the lease is renewed at a third of its TTL while fn
+// runs, so a long run keeps it, and a process killed in the middle of a
+// run (kill -9, a lost machine) keeps the key from the others for at most
+// MaxRunTTL. A successor that tries every second takes over within
+// MaxRunTTL plus a second of the kill, whatever the job's period.
+const MaxRunTTL = 3 * time.Second
+
 // RunOption adjusts one RunExclusive.
 type RunOption func(*runOpts)
 
@@ -36,9 +44,10 @@ func RunUnlockedIfUnavailable() RunOption {
 // with that error; with RunUnlockedIfUnavailable an unavailable store runs
 // fn without the lease instead.
 //
-// fn's context ends when ctx ends or when the lease is lost (its cause is
-// then ErrLeaseLost), and re-enters the lease in nested Acquire calls. The
-// lease is kept alive while fn runs and released when fn returns (or
+// The lease's TTL is ttl, at most MaxRunTTL. fn's context ends when ctx
+// ends or when the lease is lost (its cause is then ErrLeaseLost), and
+// re-enters the lease in nested Acquire calls. The lease is kept alive
+// (renewed at a third of its TTL) while fn runs and released when fn returns (or
 // panics), with a fresh context bounded by a few seconds, never ctx's
 // cancellation. When ran is true err is fn's error, joined with
 // ErrLeaseLost if the lease was lost during the run.
@@ -50,7 +59,7 @@ func RunExclusive(ctx context.Context, l Locker, key string, ttl time.Duration, 
 	for _, f := range opts {
 		f(&o)
 	}
-	lease, err := l.Acquire(ctx, key, ttl)
+	lease, err := l.Acquire(ctx, key, min(ttl, MaxRunTTL))
 	switch {
 	case errors.Is(err, ErrHeld):
 		return false, nil

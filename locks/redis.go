@@ -49,14 +49,19 @@ type RedisOptions struct {
 
 // Fence counter lifetime. A counter matters only while it is ahead of the
 // Redis clock (grants faster than one per µs, a storage floor, a clock that
-// stepped back): once it expired, the next fence is the server time in µs,
-// above every fence granted more than FenceTTL ago. So FenceTTL is also how
-// far back a Redis clock may step without a fence going backwards. Each
+// stepped back): a fence is max(counter + 1, server time in µs), so once
+// the clock has passed the counter the time component alone keeps fences
+// growing. The counter is therefore kept FenceTTL after its last grant plus
+// however far its fence was ahead of the clock, and no longer: the next
+// fence after it expired is the server time, above every fence granted
+// before. FenceTTL is then only how far back a Redis clock may step without
+// a fence going backwards (10 minutes: beyond any NTP correction; the
+// storage floor, a session row's fence, covers sessions beyond that). Each
 // counter costs about 200 bytes of Redis memory (measured) for that long:
-// a day of locking distinct resources at r per second keeps about
-// 86,400·r of them.
+// locking distinct resources at r per second keeps about 600·r of them
+// (86,400·r with the former default of a day).
 const (
-	DefaultFenceTTL = 24 * time.Hour
+	DefaultFenceTTL = 10 * time.Minute
 	FenceTTLFactor  = 10
 )
 

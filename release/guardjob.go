@@ -3,7 +3,6 @@ package release
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/locks"
@@ -18,7 +17,10 @@ const GuardJob = "release-guard"
 // GuardActor is the actor of the transitions a guard makes.
 const GuardActor = "guard"
 
-const guardLeaseTTL = 30 * time.Second
+// guardLeaseTTL is how long a replica that died mid-run keeps the others
+// from the job (locks.RunExclusive caps it at locks.MaxRunTTL); a live one
+// keeps its lease alive.
+const guardLeaseTTL = locks.MaxRunTTL
 
 // RunGuards evaluates the guard of every running guarded release and
 // trips the ones whose degradation is shown: their pause or rollback goes

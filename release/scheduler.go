@@ -3,7 +3,6 @@ package release
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/promptd/promptd/locks"
 )
@@ -13,8 +12,9 @@ import (
 const StepsJob = "release-steps"
 
 // stepsLeaseTTL is how long a replica that died mid-run keeps the others
-// from the steps job; a live one keeps its lease alive.
-const stepsLeaseTTL = 30 * time.Second
+// from the job (locks.RunExclusive caps it at locks.MaxRunTTL); a live one
+// keeps its lease alive.
+const stepsLeaseTTL = locks.MaxRunTTL
 
 // RunDueSteps applies every scheduled step that is due. It is a
 // cluster-singleton job (locks.RunExclusive on the StepsJob key): when

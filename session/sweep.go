@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"time"
 
 	"gorm.io/gorm"
 
@@ -16,8 +15,9 @@ import (
 const SweepJob = "session-sweep"
 
 // sweepLeaseTTL is how long a replica that died mid-run keeps the others
-// from the sweep; a live one keeps its lease alive.
-const sweepLeaseTTL = time.Minute
+// from the job (locks.RunExclusive caps it at locks.MaxRunTTL); a live one
+// keeps its lease alive.
+const sweepLeaseTTL = locks.MaxRunTTL
 
 // Sweep closes sessions idle past their TTL and deletes closed sessions
 // past the retention. It is a cluster-singleton job (locks.RunExclusive on

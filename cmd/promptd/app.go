@@ -174,7 +174,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Releases:     m.releases,
 		Sessions:     m.sessions,
 		Boards:       m.rt.Boards,
-		Leases:       leases.New(leases.Options{Locker: m.locker, Keys: keys, Events: m.events}),
+		Leases:       leases.New(leases.Options{Locker: m.locker, Keys: keys, Events: m.events, Ledger: leaseLedger(m.redis, keys, cfg.RedisTimeout), MaxPerOwner: cfg.LeaseMaxPerToken}),
 		Events:       m.events,
 		Idempotency:  idem,
 		Audit: func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) {
@@ -370,4 +370,14 @@ func (m *Main) Close(ctx context.Context) error {
 		errs = append(errs, sqlstore.Close(m.db))
 	}
 	return errors.Join(errs...)
+}
+
+// leaseLedger counts the live generic leases of each token: in Redis when
+// promptd has one (every instance shares the count), else in this process
+// (exact for one instance; per instance on etcd without Redis).
+func leaseLedger(c redis.UniversalClient, keys locks.Keys, timeout time.Duration) leases.Ledger {
+	if c == nil {
+		return nil // leases.New counts in memory
+	}
+	return leases.NewRedisLedger(c, keys, timeout)
 }

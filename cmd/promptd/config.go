@@ -20,6 +20,7 @@ import (
 	"github.com/promptd/promptd/api"
 	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/exposure"
+	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/webhook"
 )
@@ -60,6 +61,7 @@ var configVars = []string{
 	"PROMPTD_LOG_LEVEL",
 	"PROMPTD_AUDIT_RETENTION",
 	"PROMPTD_LEASE_MAX_WAITERS",
+	"PROMPTD_LEASE_MAX_PER_TOKEN",
 	"PROMPTD_LOCK_FENCE_TTL",
 	"PROMPTD_READ_HEADER_TIMEOUT",
 	"PROMPTD_READ_TIMEOUT",
@@ -128,6 +130,7 @@ type Config struct {
 	LogLevel         slog.Level
 	AuditRetention   time.Duration // audit events older than this are deleted
 	LeaseMaxWaiters  int           // lease acquires waiting at once per process
+	LeaseMaxPerToken int           // live generic leases one token may hold
 	LockFenceTTL     time.Duration // how long a Redis fence counter outlives its last grant
 	EventRetention   time.Duration // how far back a change-feed reader may resume
 	StreamsPerToken  int           // open event streams and waits per token per instance
@@ -206,6 +209,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		LogLevel:         e.level("PROMPTD_LOG_LEVEL", slog.LevelInfo),
 		AuditRetention:   e.duration("PROMPTD_AUDIT_RETENTION", 2160*time.Hour),
 		LeaseMaxWaiters:  int(e.count("PROMPTD_LEASE_MAX_WAITERS", int64(locks.DefaultMaxWaiters))),
+		LeaseMaxPerToken: int(e.count("PROMPTD_LEASE_MAX_PER_TOKEN", leases.DefaultMaxPerOwner)),
 		LockFenceTTL:     e.duration("PROMPTD_LOCK_FENCE_TTL", locks.DefaultFenceTTL),
 
 		SessionMaxTurns:         e.count("PROMPTD_SESSION_MAX_TURNS", 10000),

@@ -34,6 +34,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("log_level", c.LogLevel.String()),
 		slog.String("audit_retention", c.AuditRetention.String()),
 		slog.Int("lease_max_waiters", c.LeaseMaxWaiters),
+		slog.Int("lease_max_per_token", c.LeaseMaxPerToken),
 		slog.String("lock_fence_ttl", c.LockFenceTTL.String()),
 		slog.String("read_header_timeout", c.ReadHeaderTimeout.String()),
 		slog.String("read_timeout", c.ReadTimeout.String()),

@@ -75,23 +75,87 @@ func (s *scheduler) everyInstance(name string, every time.Duration, job func(con
 	}))
 }
 
-// singleton runs job every period on one instance at a time: each run
-// goes through locks.RunExclusive on the job's key (locks.Keys.Job(name)),
-// skipped when another replica holds it. The run's context ends if the
-// lease is lost, at stop, or after jobTimeout.
-func (s *scheduler) singleton(name string, every time.Duration, job func(context.Context) error) {
+// leadRetry is how often a replica that does not lead a singleton job
+// tries to take its lease. A leader killed without releasing it (kill -9)
+// keeps the job from running for at most locks.MaxRunTTL + leadRetry.
+const leadRetry = time.Second
+
+// singleton runs job every period on one instance at a time. One replica
+// leads the job: it holds the job's lease (locks.RunExclusive on
+// locks.Keys.Job(name), a lease of locks.MaxRunTTL renewed at a third of
+// it) for as long as it lives, runs the job at once and then every period
+// under it; the others try to take the lease every leadRetry. So when the
+// leader dies a successor runs the job within locks.MaxRunTTL + leadRetry
+// of its death, whatever the period. Jobs that take their own lease on the
+// same key (board, release, session sweeps) re-enter the leader's.
+//
+// With unlockedIfUnavailable the job still runs (every period, on every
+// replica) while the lock store is unavailable: only for jobs whose
+// writes are conditional anyway.
+func (s *scheduler) singleton(name string, every time.Duration, job func(context.Context) error, unlockedIfUnavailable bool) {
 	key, err := s.keys.Job(name)
 	if err != nil {
 		panic(err) // job names are constants
 	}
-	s.cron.Schedule(cron.Every(every), cron.FuncJob(func() { s.runSingleton(name, key, job) }))
+	st := &leadState{}
+	s.cron.Schedule(cron.Every(leadRetry), cron.FuncJob(func() { s.lead(name, key, every, job, unlockedIfUnavailable, st) }))
 }
 
-// runSingleton is one run of a singleton job; ran reports whether this
-// instance ran it. The lease outlives the job's timeout, so it is never
-// lost to its TTL while the run is within its time.
+// leadState is what a replica remembers of one singleton job between
+// its attempts to lead it.
+type leadState struct {
+	lastRun time.Time // of an unlocked run (lock store unavailable)
+	failing bool      // the last attempt could not take the lease: warned once
+}
+
+// lead is one attempt to lead a singleton job: it returns when this
+// replica stops leading (the lease held elsewhere or lost, or stop).
+func (s *scheduler) lead(name, key string, every time.Duration, job func(context.Context) error, unlockedIfUnavailable bool, st *leadState) {
+	ran, err := locks.RunExclusive(s.ctx, s.locker, key, locks.MaxRunTTL, func(ctx context.Context) error {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			s.runJob(ctx, name, job)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-tick.C:
+			}
+		}
+	})
+	switch {
+	case s.ctx.Err() != nil:
+	case ran:
+		st.failing = false
+		s.log.Info("stopped leading a job", "job", name, "err", err) // lease lost: another replica (or this one) takes over
+	case err == nil:
+		st.failing = false // led by another replica
+	default:
+		if !st.failing {
+			s.log.Warn("job lease not obtained; trying again every second", "job", name, "err", err)
+		}
+		st.failing = true
+		if unlockedIfUnavailable && errors.Is(err, locks.ErrUnavailable) && time.Since(st.lastRun) >= every {
+			st.lastRun = time.Now()
+			s.runJob(s.ctx, name, job)
+		}
+	}
+}
+
+// runJob is one run of a job, bounded by jobTimeout.
+func (s *scheduler) runJob(ctx context.Context, name string, job func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(ctx, jobTimeout)
+	defer cancel()
+	if err := job(ctx); err != nil && ctx.Err() == nil {
+		s.log.Warn("job failed", "job", name, "err", err)
+	}
+}
+
+// runSingleton is one run of a singleton job under its lease, skipped
+// when another replica holds it; ran reports whether this instance ran
+// it.
 func (s *scheduler) runSingleton(name, key string, job func(context.Context) error) (ran bool) {
-	ran, err := locks.RunExclusive(s.ctx, s.locker, key, jobTimeout+10*time.Second, func(ctx context.Context) error {
+	ran, err := locks.RunExclusive(s.ctx, s.locker, key, locks.MaxRunTTL, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, jobTimeout)
 		defer cancel()
 		if err := job(ctx); err != nil && ctx.Err() == nil {
@@ -149,8 +213,8 @@ func scheduleJobs(s *scheduler, d jobDeps, reconcileEvery time.Duration, log *sl
 	})
 	// Expired Idempotency-Key outcomes, and audit events older than the
 	// retention, are deleted by one replica, in bounded batches.
-	s.singleton("idempotency-sweep", idempotencySweepEvery, sweepIdempotency(d, log))
-	s.singleton("audit-retention", auditRetentionEvery, pruneAudit(d, log))
+	s.singleton("idempotency-sweep", idempotencySweepEvery, sweepIdempotency(d, log), false)
+	s.singleton("audit-retention", auditRetentionEvery, pruneAudit(d, log), false)
 	// Delivered and failed webhook deliveries past their retention go too
 	// (pending ones never).
 	if d.webhooks != nil {
@@ -160,7 +224,7 @@ func scheduleJobs(s *scheduler, d jobDeps, reconcileEvery time.Duration, log *sl
 				log.Info("deleted webhook deliveries past retention", "deleted", n, "retention", d.deliveryRetention.String())
 			}
 			return err
-		})
+		}, false)
 	}
 	// Outcome ids older than their 7-day dedupe window are forgotten (the
 	// outcomes stay for the guard), by one replica, in batches.
@@ -168,7 +232,7 @@ func scheduleJobs(s *scheduler, d jobDeps, reconcileEvery time.Duration, log *sl
 		s.singleton("outcome-dedupe-sweep", idempotencySweepEvery, func(ctx context.Context) error {
 			_, err := d.exposures.Sweep(ctx, 10000)
 			return err
-		})
+		}, false)
 	}
 	// Change requests past their 24 h are marked expired (and audited).
 	if d.access != nil {
@@ -178,48 +242,51 @@ func scheduleJobs(s *scheduler, d jobDeps, reconcileEvery time.Duration, log *sl
 				log.Info("expired change requests", "expired", n)
 			}
 			return err
-		})
+		}, false)
 	}
+	// The jobs below run without their lease while the lock store is
+	// unavailable: their writes carry revision (and fence) conditions.
+	//
 	// Release steps due now are applied once across replicas: RunDueSteps
-	// runs under its own job lease (locks.RunExclusive on the job key
-	// release.StepsJob) and applies each step under the release row's
-	// revision and step conditions.
-	s.everyInstance(release.StepsJob, releaseStepsEvery, func(ctx context.Context) error {
+	// runs under the job lease (release.StepsJob; it re-enters the
+	// leader's) and applies each step under the release row's revision and
+	// step conditions.
+	s.singleton(release.StepsJob, releaseStepsEvery, func(ctx context.Context) error {
 		n, err := d.releases.RunDueSteps(ctx)
 		if n > 0 {
 			log.Info("applied release steps", "applied", n)
 		}
 		return err
-	})
+	}, true)
 	// Release guards are evaluated by one replica at a time: RunGuards runs
-	// under its own job lease (release.GuardJob) and trips a guard through
-	// the normal revision-checked transition.
+	// under the job lease (release.GuardJob) and trips a guard through the
+	// normal revision-checked transition.
 	if d.guardEvery > 0 {
-		s.everyInstance(release.GuardJob, d.guardEvery, func(ctx context.Context) error {
+		s.singleton(release.GuardJob, d.guardEvery, func(ctx context.Context) error {
 			_, err := d.releases.RunGuards(ctx)
 			return err
-		})
+		}, true)
 	}
 	// Idle sessions are closed and old closed ones deleted; Sweep runs under
-	// its own job lease (session.SweepJob), so one replica runs it at a time.
-	s.everyInstance(session.SweepJob, sessionSweepEvery, func(ctx context.Context) error {
+	// the job lease (session.SweepJob), so one replica runs it at a time.
+	s.singleton(session.SweepJob, sessionSweepEvery, func(ctx context.Context) error {
 		closed, deleted, err := d.sessions.Sweep(ctx)
 		if closed+deleted > 0 {
 			log.Info("swept sessions", "closed", closed, "deleted", deleted)
 		}
 		return err
-	})
+	}, true)
 	// Expired board claims are reclaimed within about boardSweepTick of
 	// their expiry: each run holds the job lease (board.SweepJob) and
 	// sweeps every tick for most of a second; one replica at a time.
 	if d.boards != nil {
-		s.everyInstance(board.SweepJob, boardSweepEvery, func(ctx context.Context) error {
+		s.singleton(board.SweepJob, boardSweepEvery, func(ctx context.Context) error {
 			res, err := d.boards.Sweep(ctx, boardSweepEvery-boardSweepTick, boardSweepTick)
 			if res.Exhausted+res.Deleted > 0 {
 				log.Info("swept boards", "reclaimed", res.Reclaimed, "exhausted", res.Exhausted, "deleted", res.Deleted)
 			}
 			return err
-		})
+		}, true)
 	}
 }
 
