@@ -69,13 +69,14 @@ type Guard struct {
 }
 
 // ArmStats are one arm's bucket outcomes: Rate and Interval in percent,
-// scores 0..1.
+// scores 0..1. The intervals are nil until both arms have the guard's
+// minimum samples.
 type ArmStats struct {
 	N             int64       `json:"n"`
 	Failures      int64       `json:"failures"`
 	Rate          float64     `json:"rate"`
 	ScoreMean     *float64    `json:"score_mean"`
-	Interval      [2]float64  `json:"interval"`
+	Interval      *[2]float64 `json:"interval"`
 	Scored        int64       `json:"scored"`
 	ScoreInterval *[2]float64 `json:"score_interval"`
 }

@@ -270,8 +270,12 @@ func (a *app) printGuard(r *client.Release) {
 		if s.ScoreMean != nil {
 			score = strconv.FormatFloat(*s.ScoreMean, 'f', 4, 64)
 		}
+		interval := "-" // until both arms have the guard's minimum samples
+		if s.Interval != nil {
+			interval = fmt.Sprintf("[%.2f%%, %.2f%%]", s.Interval[0], s.Interval[1])
+		}
 		return []string{name, strconv.FormatInt(s.N, 10), strconv.FormatInt(s.Failures, 10), fmt.Sprintf("%.2f%%", s.Rate),
-			fmt.Sprintf("[%.2f%%, %.2f%%]", s.Interval[0], s.Interval[1]), score}
+			interval, score}
 	}
 	a.table([]string{"ARM", "N", "FAILURES", "RATE", "INTERVAL", "SCORE"}, [][]string{arm("baseline", st.Baseline), arm("candidate", st.Candidate)})
 	if d := st.Difference; d != nil {

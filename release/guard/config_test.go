@@ -1,7 +1,9 @@
 package guard
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -94,7 +96,9 @@ func TestDecide_whenRatesShiftBetweenPeriods_comparesWithinPeriods(t *testing.T)
 // range; the interval shown stays within it (a failure-rate difference
 // in -100..100 points, a score difference in -1..1).
 func TestDecide_withFewSamples_theDifferenceStaysWithinTheMetricsRange(t *testing.T) {
-	for _, c := range []Config{cfg(0), {Metric: Score, MaxDegradation: 0.05, MinSamples: 1, Confidence: 0.95}} {
+	few := cfg(0)
+	few.MinSamples = 1 // the intervals are shown from the minimum samples on
+	for _, c := range []Config{few, {Metric: Score, MaxDegradation: 0.05, MinSamples: 1, Confidence: 0.95}} {
 		limit := 100.0
 		if c.Metric == Score {
 			limit = 1
@@ -112,4 +116,52 @@ func TestDecide_withFewSamples_theDifferenceStaysWithinTheMetricsRange(t *testin
 			t.Errorf("%s: difference %+v: with 3 candidate samples the sequence spans more than the range (the control that the clip is reached)", c.Metric, *diff)
 		}
 	}
+}
+
+// A handful of outcomes gives a confidence sequence narrower than it can
+// honestly be (one score per arm showed [0.954, 1]): no interval is shown
+// until both arms have the guard's minimum samples, then every one is.
+func TestDecide_beforeBothArmsHaveMinSamples_showsNoInterval(t *testing.T) {
+	for _, c := range []Config{cfg(2), {Metric: Score, MaxDegradation: 0.05, MinSamples: 200, Confidence: 0.95}} {
+		one := []Row{{Arm: Baseline, N: 1, Scored: 1, ScoreSum: 1, ScoreSq: 1}, {Arm: Candidate, N: 1, Scored: 1, ScoreSum: 1, ScoreSq: 1}}
+		few := []Row{{Arm: Baseline, N: 5000, Scored: 5000, ScoreSum: 4000, ScoreSq: 3300, Token: "a"},
+			{Arm: Candidate, N: 199, Scored: 199, ScoreSum: 150, ScoreSq: 120, Token: "a"}}
+		for _, rows := range [][]Row{one, few} {
+			st := Evaluate(c, rows).Stats
+			for name, a := range map[string]ArmStats{"baseline": st.Baseline, "candidate": st.Candidate,
+				"token baseline": st.ByToken["a"].Baseline, "token candidate": st.ByToken["a"].Candidate} {
+				if b := intervals(a); b != `{"interval":null,"score_interval":null}` {
+					t.Errorf("%s, %s with %d samples: %s; want no interval", c.Metric, name, a.N, b)
+				}
+			}
+			if st.Difference != nil {
+				t.Errorf("%s with %d and %d samples: difference %+v; want none", c.Metric, rows[0].N, rows[1].N, *st.Difference)
+			}
+		}
+		// The control: at the minimum every interval is there.
+		enough := []Row{{Arm: Baseline, N: 200, Scored: 200, ScoreSum: 160, ScoreSq: 130, Token: "a"},
+			{Arm: Candidate, N: 200, Scored: 200, ScoreSum: 150, ScoreSq: 120, Token: "a"}}
+		st := Evaluate(c, enough).Stats
+		for name, a := range map[string]ArmStats{"baseline": st.Baseline, "candidate": st.Candidate,
+			"token baseline": st.ByToken["a"].Baseline, "token candidate": st.ByToken["a"].Candidate} {
+			if b := intervals(a); strings.Contains(b, "null") {
+				t.Errorf("%s, %s at min_samples: %s; want both intervals", c.Metric, name, b)
+			}
+		}
+		if st.Difference == nil {
+			t.Errorf("%s at min_samples: no difference", c.Metric)
+		}
+	}
+}
+
+// intervals is a's two intervals as the API shows them.
+func intervals(a ArmStats) string {
+	var v struct {
+		Interval      any `json:"interval"`
+		ScoreInterval any `json:"score_interval"`
+	}
+	b, _ := json.Marshal(a)
+	_ = json.Unmarshal(b, &v)
+	b, _ = json.Marshal(v)
+	return string(b)
 }

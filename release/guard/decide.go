@@ -81,13 +81,15 @@ type Decision struct {
 // watching otherwise.
 func (t *Tally) Decide(c Config) Decision {
 	alpha := 1 - c.Confidence
-	st := Stats{Baseline: armStats(t.arms[0], alpha), Candidate: armStats(t.arms[1], alpha), ByToken: map[string]TokenArms{}}
+	shown := sampled(c, t.arms)
+	st := Stats{Baseline: armStats(t.arms[0], alpha, shown), Candidate: armStats(t.arms[1], alpha, shown), ByToken: map[string]TokenArms{}}
 	for k, a := range t.tokens {
-		st.ByToken[k] = TokenArms{Baseline: armStats(a[0], alpha), Candidate: armStats(a[1], alpha)}
+		tok := sampled(c, a)
+		st.ByToken[k] = TokenArms{Baseline: armStats(a[0], alpha, tok), Candidate: armStats(a[1], alpha, tok)}
 	}
 	d, v, ok := difference(c, t.periods)
 	lower := math.Inf(-1)
-	if ok {
+	if ok && shown {
 		r := radius(v, c.tau()*c.tau(), alpha)
 		lower = d - r
 		unit := 1.0

@@ -74,33 +74,45 @@ func (a Agg) samples(m Metric) int64 {
 
 // ArmStats are one arm's figures as the API shows them: Rate and Interval
 // (the always-valid confidence sequence of the failure rate) in percent,
-// ScoreMean and ScoreInterval 0..1 (null without scores).
+// ScoreMean and ScoreInterval 0..1 (null without scores). Both intervals
+// are null until both arms of the comparison have the guard's minimum
+// samples of its metric: a sequence computed from a handful of outcomes
+// (one score per arm gives [0.954, 1]) claims a precision it has not.
 type ArmStats struct {
 	N             int64       `json:"n"`
 	Failures      int64       `json:"failures"`
 	Rate          float64     `json:"rate"`
 	ScoreMean     *float64    `json:"score_mean"`
-	Interval      [2]float64  `json:"interval"`
+	Interval      *[2]float64 `json:"interval"`
 	Scored        int64       `json:"scored"`
 	ScoreInterval *[2]float64 `json:"score_interval"`
 }
 
-// armStats describes a at level alpha.
-func armStats(a Agg, alpha float64) ArmStats {
+// armStats describes a at level alpha, with its intervals when
+// intervals is set (both arms have the minimum samples).
+func armStats(a Agg, alpha float64, intervals bool) ArmStats {
 	p, v := a.rate()
-	s := ArmStats{N: a.N, Failures: a.Failures, Rate: round(100 * p), Interval: [2]float64{0, 100}, Scored: a.Scored}
-	if a.N > 0 {
+	s := ArmStats{N: a.N, Failures: a.Failures, Rate: round(100 * p), Scored: a.Scored}
+	if intervals && a.N > 0 {
 		r := radius(v/float64(a.N), 0.05*0.05, alpha)
-		s.Interval = [2]float64{round(100 * math.Max(p-r, 0)), round(100 * math.Min(p+r, 1))}
+		s.Interval = &[2]float64{round(100 * math.Max(p-r, 0)), round(100 * math.Min(p+r, 1))}
 	}
 	if a.Scored > 0 {
 		m, v := a.score()
-		r := radius(v/float64(a.Scored), 0.05*0.05, alpha)
 		mean := round(m)
 		s.ScoreMean = &mean
-		s.ScoreInterval = &[2]float64{round(math.Max(m-r, 0)), round(math.Min(m+r, 1))}
+		if intervals {
+			r := radius(v/float64(a.Scored), 0.05*0.05, alpha)
+			s.ScoreInterval = &[2]float64{round(math.Max(m-r, 0)), round(math.Min(m+r, 1))}
+		}
 	}
 	return s
+}
+
+// sampled reports whether both arms have c's minimum samples of its
+// metric, the condition for showing intervals.
+func sampled(c Config, arms [2]Agg) bool {
+	return arms[0].samples(c.Metric) >= int64(c.MinSamples) && arms[1].samples(c.Metric) >= int64(c.MinSamples)
 }
 
 // round keeps 4 decimals: figures for people, not for further arithmetic.

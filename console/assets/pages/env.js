@@ -37,6 +37,7 @@ export default async function env(main, ctx) {
 
   // The switch form.
   const version = h('input', { type: 'number', name: 'version', min: '1', step: '1', required: true, testid: 'switch-version' });
+  let versionPrefilled = false;
   const expected = h('input', { type: 'text', name: 'expected_revision', readOnly: true, testid: 'switch-expected-revision', class: 'narrow' });
   const reason = h('input', { type: 'text', name: 'reason', maxlength: '1024', testid: 'switch-reason' });
   const submit = h('button', { type: 'submit', class: 'btn btn-primary', testid: 'switch-submit' }, 'Switch pointer');
@@ -184,7 +185,9 @@ export default async function env(main, ctx) {
     expected.value = String(expectedRev);
     moved.hidden = expectedRev === p.revision;
     moved.textContent = `The pointer moved to revision ${p.revision} (v${p.version}) since you loaded it at revision ${expectedRev}: a switch now will be refused. Reload the pointer first.`;
-    if (!version.value) version.value = String(p.version);
+    // Prefilled once, at the first load: a later render (a live update)
+    // never writes into the field, even cleared, while its user types.
+    if (!versionPrefilled) { version.value = String(p.version); versionPrefilled = true; }
     replace(summary, dl([
       ['Version', link(url(agentPage, { version: p.version }), `v${p.version}`)],
       ['Revision', String(p.revision)],

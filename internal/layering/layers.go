@@ -1,0 +1,50 @@
+package layering
+
+// Module is the module path every package name below is relative to.
+const Module = "github.com/promptd/promptd"
+
+// Layers are the module's shipped packages, from the ground up: a package
+// may import packages of lower layers only (and the pairs of Sideways).
+// The order is the one of the design: pure leaves, then the stores and
+// logs everything writes through, the prompt model, the prompt store,
+// the domain packages, the embeddable runtime, the transport, commands.
+var Layers = [][]string{
+	// 0: leaves; they import nothing of promptd.
+	{"ident", "telemetry", "console", "sqlstore", "internal/jsonin", "internal/buildinfo", "internal/slowloris", "release/guard"},
+	// 1: canonical JSON, leases and the audit log.
+	{"internal/canonjson", "locks", "audit"},
+	// 2: the pure prompt model and the change feed.
+	{"prompt", "events"},
+	// 3: the prompt store and the bundle's wire form.
+	{"promptstore", "bundle"},
+	// 4: the domain packages.
+	{"access", "board", "leases", "release", "session", "webhook", "api/idempotency"},
+	// 5: exposures and outcomes (they check releases).
+	{"exposure"},
+	// 6: the application layer: the embeddable runtime, and the Go client
+	// (it reads bundles; it must never reach a store).
+	{"", "api/client"},
+	// 7: the transport.
+	{"api"},
+	// 8: commands and examples.
+	{"cmd/promptd", "cmd/promptctl", "cmd/promptbench", "examples/runtime"},
+}
+
+// Sideways are the allowed imports within one layer, importer -> imported.
+var Sideways = map[string][]string{}
+
+// Harness are the test-harness packages: test code only, never imported
+// by a shipped package (they may import shipped ones).
+var Harness = []string{"internal/testenv", "internal/e2e", "internal/hostile", "internal/browsertest",
+	"internal/conformance", "internal/conformance/gen", "internal/readmewalk", "internal/layering", "webhook/webhooktest"}
+
+// HTTPFramework is the HTTP framework: only the transport and the
+// commands may import it (domain packages know nothing of HTTP routing).
+const HTTPFramework = "github.com/labstack/echo/v4"
+
+// MayImportHTTPFramework are the packages that may import HTTPFramework.
+var MayImportHTTPFramework = []string{"api", "cmd/promptd", "cmd/promptbench"}
+
+// ClientMayImport are the only promptd packages the Go client may import,
+// so a runtime that imports it pulls in no SQL driver or server code.
+var ClientMayImport = []string{"bundle", "prompt", "ident", "internal/canonjson", "internal/jsonin"}
