@@ -301,16 +301,28 @@ func (s *Service) ChangeRequest(ctx context.Context, id string) (*ChangeRequest,
 	return s.readRequest(s.o.DB.WithContext(ctx), id, false)
 }
 
-// ListFilter selects change requests.
+// ListFilter selects change requests. Scope (a scoped token's; nil:
+// unscoped) limits the list in its query, before the page's limit, to the
+// requests it may see: each of agent and env "" or in the scope, not both
+// "".
 type ListFilter struct {
 	State, Agent, Env string
 	Cursor            int64
 	Limit             int
+	Scope             *Scopes
 }
 
 // ChangeRequests lists change requests newest first and the next cursor.
 func (s *Service) ChangeRequests(ctx context.Context, f ListFilter) ([]*ChangeRequest, int64, error) {
 	q := s.o.DB.WithContext(ctx).Table("access_change_requests").Select("id, " + crCols)
+	if !f.Scope.Unscoped() {
+		cond, args, none := sqlstore.Named(sqlstore.Column{Col: "agent", Names: f.Scope.Names(KindAgent)},
+			sqlstore.Column{Col: "env", Names: f.Scope.Names(KindEnv)})
+		if none {
+			return []*ChangeRequest{}, 0, nil
+		}
+		q = q.Where(cond, args...)
+	}
 	if f.Cursor > 0 {
 		q = q.Where("id < ?", f.Cursor)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/promptd/promptd/ident"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // Resource kinds a scope limits.
@@ -63,6 +64,11 @@ func (s *Scopes) Allows(kind, name string) bool {
 	}
 	return false
 }
+
+// Names is s's list for kind as the SQL filter of a list (nil: every
+// name): a list puts its condition in its query, so that a scoped page is
+// filtered before its LIMIT; it holds for exactly the names Allows allows.
+func (s *Scopes) Names(kind string) sqlstore.Names { return sqlstore.Names(s.list(kind)) }
 
 func matches(pattern, name string) bool {
 	if prefix, ok := strings.CutSuffix(pattern, "*"); ok {

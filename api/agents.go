@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/ident"
 )
 
@@ -26,15 +27,16 @@ func (s *Server) handleListAgents(c echo.Context) error {
 	if page.Cursor != "" && ident.Validate("cursor", page.Cursor) != nil {
 		return invalidField("cursor", "cursor must be the next value of a previous page")
 	}
+	t := tokenOf(c)
+	page.Agents = listScope(t).Names(access.KindAgent)
 	as, next, err := s.cfg.Prompts.ListAgents(c.Request().Context(), page)
 	if err != nil {
 		return err
 	}
 	out := list[agentResponse]{Items: make([]agentResponse, 0, len(as)), Next: cursor(next)}
-	t := tokenOf(c)
 	for _, a := range as {
 		if !visible(t, a.Agent, "", "") {
-			continue // a scoped token's page may be shorter; next still continues it
+			continue // the query kept only the token's agents; this is the check after it
 		}
 		envs := a.Envs
 		if !t.Scopes.Unscoped() {

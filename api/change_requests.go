@@ -165,7 +165,9 @@ func (s *Server) handleListChangeRequests(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := access.ListFilter{State: c.QueryParam("state"), Agent: c.QueryParam("agent"), Env: c.QueryParam("env"), Limit: page.Limit}
+	t := tokenOf(c)
+	f := access.ListFilter{State: c.QueryParam("state"), Agent: c.QueryParam("agent"), Env: c.QueryParam("env"), Limit: page.Limit,
+		Scope: listScope(t)}
 	switch f.State {
 	case "", access.Pending, access.Applied, access.Failed, access.Rejected, access.Expired, access.Cancelled:
 	default:
@@ -189,7 +191,6 @@ func (s *Server) handleListChangeRequests(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	t := tokenOf(c)
 	out := list[changeRequestResponse]{Items: []changeRequestResponse{}}
 	for _, cr := range crs {
 		if visible(t, cr.Agent, cr.Env, "") {

@@ -275,7 +275,9 @@ func (s *Server) serveFeed(c echo.Context, sse bool, adjust func(*feedQuery)) er
 
 // scan reads the feed after position after up to limit matching events,
 // skipping what q's filter and the token's role hide; it returns them and
-// the position scanned. It looks at most Config.FeedScanMax events: more
+// the position scanned. A scoped token's events outside its scopes are
+// not read at all (Feed.ReadScoped), so they neither fill its answers nor
+// use its budget. It looks at most Config.FeedScanMax events: more
 // reports that it stopped there with the feed not yet read to its head,
 // so a filter that matches little costs a bounded slice of the feed per
 // answer, and next still advances.
@@ -285,6 +287,12 @@ func (s *Server) scan(ctx context.Context, q feedQuery, after int64, limit int) 
 	if b := q.filter.Board; b != "" { // a board's feed reads only its events
 		read = func(ctx context.Context, after int64, limit int) ([]audit.Stamped, int64, error) {
 			return s.cfg.Feed.ReadBoard(ctx, b, after, limit)
+		}
+	}
+	if sc := listScope(q.token); sc != nil { // a scoped reader reads only its events: the others use no budget
+		scope := audit.Scope{Agents: sc.Names(access.KindAgent), Envs: sc.Names(access.KindEnv), Boards: sc.Names(access.KindBoard)}
+		read = func(ctx context.Context, after int64, limit int) ([]audit.Stamped, int64, error) {
+			return s.cfg.Feed.ReadScoped(ctx, scope, q.filter.Board, after, limit)
 		}
 	}
 	for {

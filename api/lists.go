@@ -5,12 +5,14 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/session"
 )
 
 // The lists of sessions and boards (issue 17): newest sessions first,
-// boards by name. A scoped token's page omits what is outside its scopes,
-// so it may be shorter; next still continues it (as GET /v1/agents).
+// boards by name. A scoped token's list is filtered by its scopes in the
+// query, before the page's limit (as GET /v1/agents), so its pages are
+// full; each item is checked again after it.
 
 // sessionSummary is a session in GET /v1/sessions: no metadata, turns or
 // state keys (GET /v1/sessions/{id} has them).
@@ -29,8 +31,10 @@ func (s *Server) handleListSessions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	t := tokenOf(c)
 	f := session.ListFilter{Agent: c.QueryParam("agent"), Env: c.QueryParam("env"), State: c.QueryParam("state"),
-		Limit: page.Limit, Cursor: page.Cursor}
+		Limit: page.Limit, Cursor: page.Cursor,
+		Agents: listScope(t).Names(access.KindAgent), Envs: listScope(t).Names(access.KindEnv)}
 	for name, v := range map[string]string{"agent": f.Agent, "env": f.Env} {
 		if v == "" && c.QueryParams().Has(name) {
 			return invalidField(name, "%s, when given, names one %s", name, name)
@@ -43,7 +47,6 @@ func (s *Server) handleListSessions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	t := tokenOf(c)
 	out := list[sessionSummary]{Items: make([]sessionSummary, 0, len(sessions)), Next: cursor(next)}
 	for _, ss := range sessions {
 		if !visible(t, ss.Agent, ss.Env, "") {
@@ -75,11 +78,11 @@ func (s *Server) handleListBoards(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	boards, next, err := s.cfg.Boards.ListBoards(c.Request().Context(), page.Limit, page.Cursor)
+	t := tokenOf(c)
+	boards, next, err := s.cfg.Boards.ListBoards(c.Request().Context(), page.Limit, page.Cursor, listScope(t).Names(access.KindBoard))
 	if err != nil {
 		return err
 	}
-	t := tokenOf(c)
 	out := list[boardSummary]{Items: make([]boardSummary, 0, len(boards)), Next: cursor(next)}
 	for _, b := range boards {
 		if visible(t, "", "", b.Board) {

@@ -132,6 +132,16 @@ func visible(t *access.Token, agent, env, board string) bool {
 		(board == "" || t.Scopes.Allows(access.KindBoard, board))
 }
 
+// listScope is the request token's scopes for a list's query (nil when
+// unscoped): a scoped list is filtered in SQL before its limit, so its
+// pages are full; visible still checks every item after it.
+func listScope(t *access.Token) *access.Scopes {
+	if t == nil || t.Scopes.Unscoped() {
+		return nil
+	}
+	return t.Scopes
+}
+
 func errOutOfScope(scope, detail string) *Error {
 	return (&Error{Code: CodeForbidden, Detail: detail}).With("scope", scope)
 }

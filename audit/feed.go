@@ -104,7 +104,7 @@ type Stamped struct {
 // ReadAfter returns the feed's events with seq > after, in seq order, at
 // most limit of them.
 func ReadAfter(ctx context.Context, db *gorm.DB, after int64, limit int) ([]Stamped, error) {
-	return readAfter(ctx, db, "", after, limit)
+	return readAfter(ctx, db, "", nil, after, limit)
 }
 
 // ReadBoardAfter is ReadAfter of one board's events (the index
@@ -113,10 +113,10 @@ func ReadBoardAfter(ctx context.Context, db *gorm.DB, board string, after int64,
 	if board == "" {
 		return nil, errors.New("audit: board is required")
 	}
-	return readAfter(ctx, db, board, after, limit)
+	return readAfter(ctx, db, board, nil, after, limit)
 }
 
-func readAfter(ctx context.Context, db *gorm.DB, board string, after int64, limit int) ([]Stamped, error) {
+func readAfter(ctx context.Context, db *gorm.DB, board string, scope *Scope, after int64, limit int) ([]Stamped, error) {
 	if limit <= 0 {
 		return nil, errors.New("audit: limit must be positive")
 	}
@@ -127,12 +127,16 @@ func readAfter(ctx context.Context, db *gorm.DB, board string, after int64, limi
 		Actor, Instance, Action, Agent, Env, SessionID, Board, Resource string
 		Details, TraceID, SpanID                                        string
 	}
-	where, args := `seq > ?`, []any{after, limit}
+	where, args := `seq > ?`, []any{after}
 	if board != "" {
-		where, args = `board = ? AND seq > ?`, []any{board, after, limit}
+		where, args = `board = ? AND seq > ?`, []any{board, after}
+	}
+	if scope != nil {
+		cond, a, _ := scope.cond()
+		where, args = where+` AND `+cond, append(args, a...)
 	}
 	if err := db.WithContext(ctx).Raw(`SELECT seq, id, at_ms, actor, instance, action, agent, env, session_id, board, resource, details, trace_id, span_id
-		FROM audit_events WHERE `+where+` ORDER BY seq LIMIT ?`, args...).Scan(&rows).Error; err != nil {
+		FROM audit_events WHERE `+where+` ORDER BY seq LIMIT ?`, append(args, limit)...).Scan(&rows).Error; err != nil {
 		return nil, sqlstore.Translate(err)
 	}
 	out := make([]Stamped, len(rows))

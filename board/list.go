@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // Summary is a board as the list of boards shows it: its revision and
@@ -19,14 +21,23 @@ type Summary struct {
 }
 
 // ListBoards returns boards by name after cursor (the last name of the
-// previous page; "" for the first) and the cursor of the next page ("" at
-// the end). The record counts of the page come from one grouped query.
-func (s *Service) ListBoards(ctx context.Context, limit int, cursor string) ([]*Summary, string, error) {
+// previous page; "" for the first), those in boards only (a scoped
+// token's, in the query before the limit; nil: every board), and the
+// cursor of the next page ("" at the end). The record counts of the page
+// come from one grouped query.
+func (s *Service) ListBoards(ctx context.Context, limit int, cursor string, boards sqlstore.Names) ([]*Summary, string, error) {
 	if limit <= 0 {
 		return nil, "", invalidf("limit", "limit must be positive")
 	}
 	if cursor != "" && checkID("cursor", cursor) != nil {
 		return nil, "", invalidf("cursor", "cursor is not one this list returned")
+	}
+	if boards.None() {
+		return []*Summary{}, "", nil
+	}
+	where, args := `board > ?`, []any{cursor}
+	if cond, a := boards.Cond("board"); cond != "" {
+		where, args = where+` AND `+cond, append(args, a...)
 	}
 	ctx, cancel := s.sqlCtx(ctx)
 	defer cancel()
@@ -37,8 +48,8 @@ func (s *Service) ListBoards(ctx context.Context, limit int, cursor string) ([]*
 		N            int64
 	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Raw(`SELECT board, revision, definition, created_at_ms, updated_at_ms FROM boards WHERE board > ?
-			ORDER BY board LIMIT ?`, cursor, limit+1).Scan(&rows).Error; err != nil {
+		if err := tx.Raw(`SELECT board, revision, definition, created_at_ms, updated_at_ms FROM boards WHERE `+where+`
+			ORDER BY board LIMIT ?`, append(args, limit+1)...).Scan(&rows).Error; err != nil {
 			return err
 		}
 		if more = len(rows) > limit; more {

@@ -304,6 +304,9 @@ func (s *Store) GetVersion(ctx context.Context, agent string, version int) (*Ver
 type Page struct {
 	Limit  int
 	Cursor string
+	// Agents limits ListAgents to these agents (a scoped token's) in its
+	// query, before the page's limit; nil: every agent.
+	Agents sqlstore.Names
 }
 
 // ListVersions lists an agent's versions, newest first. The cursor is the
@@ -351,9 +354,16 @@ type Agent struct {
 	Envs              map[string]int `json:"envs"`
 }
 
-// ListAgents lists agents by name; the cursor is the last agent of the
-// previous page.
+// ListAgents lists agents by name, those in p.Agents only; the cursor is
+// the last agent of the previous page.
 func (s *Store) ListAgents(ctx context.Context, p Page) ([]*Agent, string, error) {
+	if p.Agents.None() {
+		return []*Agent{}, "", nil
+	}
+	where, args := `agent > ?`, []any{p.Cursor}
+	if cond, a := p.Agents.Cond("agent"); cond != "" {
+		where, args = where+` AND `+cond, append(args, a...)
+	}
 	ctx, cancel := s.sqlCtx(ctx)
 	defer cancel()
 	var rows []struct {
@@ -362,8 +372,8 @@ func (s *Store) ListAgents(ctx context.Context, p Page) ([]*Agent, string, error
 		LatestContentHash string
 	}
 	db := s.db.WithContext(ctx)
-	err := db.Raw(`SELECT agent, latest_version, latest_content_hash FROM prompt_agents WHERE agent > ? ORDER BY agent LIMIT ?`,
-		p.Cursor, p.Limit+1).Scan(&rows).Error
+	err := db.Raw(`SELECT agent, latest_version, latest_content_hash FROM prompt_agents WHERE `+where+` ORDER BY agent LIMIT ?`,
+		append(args, p.Limit+1)...).Scan(&rows).Error
 	if err != nil {
 		return nil, "", storeErr(sqlstore.Translate(err))
 	}

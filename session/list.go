@@ -6,14 +6,19 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // ListFilter selects sessions for List; "" matches any agent, env or
 // state. Cursor is the next of a previous page (opaque to clients).
+// Agents and Envs (a scoped token's) limit the list in its query, before
+// the page's limit; nil: every name.
 type ListFilter struct {
 	Agent, Env, State string
 	Limit             int
 	Cursor            string
+	Agents, Envs      sqlstore.Names
 }
 
 // List returns sessions newest first (created_at, then id, both
@@ -36,8 +41,20 @@ func (s *Service) List(ctx context.Context, f ListFilter) ([]*Session, string, e
 	if f.Limit <= 0 {
 		return nil, "", invalidf("limit", "limit must be positive")
 	}
+	if f.Agents.None() || f.Envs.None() {
+		return []*Session{}, "", nil
+	}
 	q := `SELECT ` + sessionCols + ` FROM sessions WHERE 1 = 1`
 	var args []any
+	for _, c := range []struct {
+		col   string
+		names sqlstore.Names
+	}{{"agent", f.Agents}, {"env", f.Envs}} {
+		if cond, a := c.names.Cond(c.col); cond != "" {
+			q += ` AND ` + cond
+			args = append(args, a...)
+		}
+	}
 	for _, c := range []struct{ col, v string }{{"agent", f.Agent}, {"env", f.Env}, {"state", f.State}} {
 		if c.v != "" {
 			q += ` AND ` + c.col + ` = ?`
