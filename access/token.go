@@ -12,13 +12,13 @@ import (
 	"github.com/promptd/promptd/promptstore"
 )
 
-// Roles (API.md, Conventions: Auth).
+// Roles (api/openapi.yaml, Conventions: Auth).
 const (
 	RoleAdmin   = "admin"
 	RoleRuntime = "runtime"
 )
 
-// Limits (API.md, Tokens, scopes and approvals).
+// Limits (api/openapi.yaml, Tokens, scopes and approvals).
 const (
 	DefaultMaxTokens = 1000                 // live (not revoked, not expired) managed tokens
 	DefaultCacheTTL  = time.Second          // a cached check of a managed token is trusted this long

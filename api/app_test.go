@@ -184,7 +184,7 @@ func (a *app) ok(rec *httptest.ResponseRecorder, status int) map[string]any {
 	return m
 }
 
-// exampleConfig is API.md's example config.
+// exampleConfig is the HTTP contract's (api/openapi.yaml) example config.
 const exampleConfig = `{"system": "You are {{persona}} for {{company}}.",
  "tools": [{"type": "function", "function": {"name": "lookup_order", "description": "Find an order", "parameters": {"type": "object"}}}],
  "skills": [{"name": "refunds", "instructions": "Refunds within {{refund_days}} days."}],

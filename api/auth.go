@@ -40,7 +40,7 @@ func errUnauthorized() *Error {
 		WithHeader("WWW-Authenticate", `Bearer realm="promptd"`)
 }
 
-// Token roles (API.md, Conventions: Auth).
+// Token roles (api/openapi.yaml, Conventions: Auth).
 const (
 	// RoleAdmin may do everything.
 	RoleAdmin = "admin"

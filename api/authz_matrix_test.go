@@ -127,7 +127,7 @@ func (m *matrix) path(route string, k tokenKind) string {
 	return p
 }
 
-// adminOnly is API.md's role rule: writes to versions, env pointers,
+// adminOnly is the HTTP contract's (api/openapi.yaml) role rule: writes to versions, env pointers,
 // releases, revocations, import and boards' definitions, and everything
 // on audit, webhooks and tokens, are admin-only.
 func adminOnly(method, route string) bool {

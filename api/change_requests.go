@@ -16,7 +16,7 @@ import (
 	"github.com/promptd/promptd/sqlstore"
 )
 
-// Gated actions (API.md, Protected envs); each has an applier below.
+// Gated actions (api/openapi.yaml, Protected envs); each has an applier below.
 const actionPointerSwitch = "pointer.switch"
 
 // gate makes a gated write in a protected env a change request: it

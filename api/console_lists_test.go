@@ -15,7 +15,7 @@ import (
 	"github.com/promptd/promptd/sqlstore"
 )
 
-// The console pages every list it shows (API.md: limit, default 50, max
+// The console pages every list it shows (api/openapi.yaml: limit, default 50, max
 // 500; cursor; next). These are the lists that did not.
 
 func TestWebhooks_list_isPaginatedWithLimitAndCursor(t *testing.T) {
@@ -110,7 +110,7 @@ func TestEnvHistory_pagesThroughEveryMoveBeyondTheLast20(t *testing.T) {
 	})
 }
 
-// Every list a console page shows pages (API.md: limit, cursor, next):
+// Every list a console page shows pages (api/openapi.yaml: limit, cursor, next):
 // with limit=1 each answers one item and a next that leads to another.
 func TestConsoleLists_everyListThePagesShow_pagesWithLimitAndNext(t *testing.T) {
 	b := newBenchServer(t, testenv.OpenDB(t, sqlstore.Config{SQLitePath: filepath.Join(t.TempDir(), "promptd.db")}, promptd.Migrations()))

@@ -324,7 +324,7 @@ func positive(s string, max int64) (int, bool) {
 	return int(n), true
 }
 
-// List limits (API.md, Conventions: Lists).
+// List limits (api/openapi.yaml, Conventions: Lists).
 const (
 	defaultLimit = 50
 	maxLimit     = 500

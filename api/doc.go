@@ -1,4 +1,4 @@
-// Package api is promptd's HTTP interface (shared/API.md): an Echo server
+// Package api is promptd's HTTP interface (api/openapi.yaml): an Echo server
 // whose routes are all listed in routes.go, one file per resource with its
 // request and response types next to its handlers, and whose errors all
 // become RFC 9457 problem details in one place (errors.go).

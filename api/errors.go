@@ -24,7 +24,7 @@ import (
 	"github.com/promptd/promptd/sqlstore"
 )
 
-// Error codes, the stable "code" member of problem details (API.md, Errors).
+// Error codes, the stable "code" member of problem details (api/openapi.yaml, Errors).
 const (
 	CodeInvalidJSON          = "invalid_json"
 	CodeInvalidField         = "invalid_field"
@@ -44,7 +44,7 @@ const (
 	CodeLimitExceeded        = "limit_exceeded"
 )
 
-// statuses maps every code of API.md's error table to its HTTP status. It
+// statuses maps every code of the HTTP contract's (api/openapi.yaml) error table to its HTTP status. It
 // is the only place in promptd where a status is chosen for an error.
 var statuses = map[string]int{
 	"invalid_json":             400,

@@ -18,7 +18,7 @@ import (
 	"github.com/promptd/promptd/ident"
 )
 
-// Change feed limits (API.md, Events: change feed).
+// Change feed limits (api/openapi.yaml, Events: change feed).
 const (
 	// DefaultStreamsPerToken caps the open streams and waits of one token
 	// on one instance (PROMPTD_STREAMS_PER_TOKEN).

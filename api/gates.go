@@ -18,7 +18,7 @@ import (
 	"github.com/promptd/promptd/sqlstore"
 )
 
-// The gated writes besides the pointer switch (API.md, Protected envs).
+// The gated writes besides the pointer switch (api/openapi.yaml, Protected envs).
 // Never gated: pause, revocation, release rollback, an env rollback to its
 // default target, a percent decrease, overrides that add no candidate.
 const (

@@ -11,7 +11,7 @@ import (
 	"github.com/promptd/promptd/internal/testenv"
 )
 
-// gatedWrite is one write API.md gates in a protected env. setup prepares
+// gatedWrite is one write api/openapi.yaml gates in a protected env. setup prepares
 // agent's env (unprotected yet) and returns what the write names (a
 // release id, or ""); move changes the write's target with an ungated
 // write.

@@ -15,7 +15,7 @@ import (
 	"github.com/promptd/promptd/sqlstore"
 )
 
-// Idempotency headers (API.md, Conventions).
+// Idempotency headers (api/openapi.yaml, Conventions).
 const (
 	headerIdempotencyKey = "Idempotency-Key"
 	headerReplayed       = "Idempotent-Replayed"

@@ -97,7 +97,7 @@ func TestRelease_createGetListAndResolve(t *testing.T) {
 		}
 		problem(t, a.do("GET", "/v1/releases/rel_nope", runtime, ""), 404, "release_not_found")
 
-		// Resolve carries the trace: API.md's vector rel_1:user-1 is 771,
+		// Resolve carries the trace: the HTTP contract's (api/openapi.yaml) vector rel_1:user-1 is 771,
 		// so at 12.5% bucket < 1250 means the candidate.
 		rec = a.do("GET", prodPath+"/prompt?user_id=alice", runtime, "")
 		p := a.ok(rec, 200)

@@ -8,7 +8,7 @@ import (
 	"github.com/promptd/promptd/access"
 )
 
-// scopeNeed is what a /v1 route needs of a scoped token (API.md, Tokens,
+// scopeNeed is what a /v1 route needs of a scoped token (api/openapi.yaml, Tokens,
 // scopes and approvals): the one place scope checks are decided. Every
 // route has one in routeNeeds (routes.go); a route without one admits only
 // unscoped tokens, and the authorization matrix test fails for it.

@@ -16,7 +16,7 @@ import (
 	"github.com/promptd/promptd/telemetry"
 )
 
-// Attributes of promptd's spans (shared/API.md "Tracing"). Never recorded:
+// Attributes of promptd's spans (api/openapi.yaml "Tracing"). Never recorded:
 // tokens, Lease-Token, user_id, variables, payloads.
 const (
 	attrAgent        = attribute.Key("promptd.agent")

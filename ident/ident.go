@@ -1,4 +1,4 @@
-// Package ident is promptd's identifier rule (API.md, Conventions:
+// Package ident is promptd's identifier rule (api/openapi.yaml, Conventions:
 // Identifiers), checked once where a value enters: agent, env,
 // session_id, board, record and state-key names are 1..128 characters of
 // [A-Za-z0-9._-], the first alphanumeric; generic lease resource names

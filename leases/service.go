@@ -14,7 +14,7 @@ import (
 	"github.com/promptd/promptd/promptstore"
 )
 
-// Limits of a generic lease (API.md, Generic leases).
+// Limits of a generic lease (api/openapi.yaml, Generic leases).
 const (
 	MaxResources = 16
 	DefaultTTL   = 5 * time.Second

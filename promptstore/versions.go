@@ -71,7 +71,7 @@ func prepare(in CreateVersionInput) (*prepared, error) {
 	return &prepared{in: in, parsed: parsed, canon: canon, hash: ContentHash(canon)}, nil
 }
 
-// CheckID validates an identifier (API.md's rule) as a bad-input error
+// CheckID validates an identifier (the HTTP contract's (api/openapi.yaml) rule) as a bad-input error
 // naming field.
 func CheckID(field, v string) error {
 	if err := ident.Validate(field, v); err != nil {

@@ -8,7 +8,7 @@
 #   1. redocly lint                         0 errors
 #   2. spectral lint (spectral:oas)         0 errors
 #   3. openapi-typescript -> schema.d.ts, then tsc --strict --noEmit over
-#      api/testdata/openapi/*.ts, which assign API.md's example bodies to the
+#      api/testdata/openapi/*.ts, which assign the HTTP contract's (api/openapi.yaml) example bodies to the
 #      generated types (and expect errors for bodies that are wrong)
 #
 # The tools come from the npm registry, pinned below, installed once into

@@ -58,7 +58,7 @@ func (g Guard) resolver() Resolver {
 	return net.DefaultResolver
 }
 
-// refusedV4 are the IPv4 ranges no webhook may reach (API.md, Webhooks).
+// refusedV4 are the IPv4 ranges no webhook may reach (api/openapi.yaml, Webhooks).
 var refusedV4 = prefixes("0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
 	"172.16.0.0/12", "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4")
 

@@ -25,7 +25,7 @@ import (
 	"github.com/promptd/promptd/sqlstore"
 )
 
-// Limits and defaults (API.md, Webhooks).
+// Limits and defaults (api/openapi.yaml, Webhooks).
 const (
 	DefaultMaxWebhooks = 100
 	DefaultMaxPending  = 10000 // pending deliveries per webhook; past it a delivery is recorded failed (queue_full)

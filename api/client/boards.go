@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// The codes of the board routes (API.md "Boards").
+// The codes of the board routes (api/openapi.yaml "Boards").
 const (
 	ErrBoardNotFound  Code = "board_not_found"
 	ErrRecordNotFound Code = "record_not_found"

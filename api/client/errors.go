@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Code is the stable "code" of a problem answer. Each code of API.md's
+// Code is the stable "code" of a problem answer. Each code of the HTTP contract's (api/openapi.yaml)
 // error table is an Err* sentinel of this type, so that
 //
 //	errors.Is(err, client.ErrVersionConflict)
@@ -20,7 +20,7 @@ type Code string
 // Error is the code itself, so that a Code prints as the code.
 func (c Code) Error() string { return string(c) }
 
-// The codes of API.md's error table.
+// The codes of the HTTP contract's (api/openapi.yaml) error table.
 const (
 	ErrInvalidJSON           Code = "invalid_json"
 	ErrInvalidField          Code = "invalid_field"

@@ -7,7 +7,7 @@ import (
 )
 
 // Outcome is what a runtime reports about one answer it served from a
-// release arm (API.md, Exposures and outcomes). Reason is why the caller
+// release arm (api/openapi.yaml, Exposures and outcomes). Reason is why the caller
 // got the arm: "bucket", "override" or "pinned"; only bucket outcomes
 // count for a guard. Score (0..1) and LatencyMs are optional.
 type Outcome struct {

@@ -45,7 +45,7 @@ const (
 	GuardTripped    = "tripped"
 )
 
-// GuardConfig is a release's guard (API.md, Guarded releases): the
+// GuardConfig is a release's guard (api/openapi.yaml, Guarded releases): the
 // metric ("failure_rate" or "score"), MaxDegradation in its unit
 // (percentage points, or 0..1 for score), and optional members left zero
 // for the server's defaults (min_samples 200, confidence 0.95, action

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// PromptConfig is a prompt config (API.md, Prompt versions), for callers
+// PromptConfig is a prompt config (api/openapi.yaml, Prompt versions), for callers
 // that build one in Go. Configs travel as JSON (json.RawMessage) so that
 // what was written is what is hashed; any value encoding/json can marshal
 // is accepted where a request takes a config.

@@ -1,6 +1,6 @@
 // Package idempotency keeps the outcomes of requests sent with an
 // Idempotency-Key, so that a client retrying after a timeout gets the first
-// answer again instead of having the work done twice (API.md, Conventions).
+// answer again instead of having the work done twice (api/openapi.yaml, Conventions).
 //
 // A Key is scoped (the caller's name, the method, the concrete path and the
 // client's key, hashed together) and bound to the hash of the request body.

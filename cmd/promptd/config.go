@@ -109,7 +109,7 @@ type Token struct {
 }
 
 // Config is promptd's configuration, read from PROMPTD_* variables
-// (API.md, Configuration).
+// (api/openapi.yaml, Configuration).
 type Config struct {
 	Addr             string
 	DataDir          string
@@ -159,7 +159,7 @@ type Config struct {
 	BoardDedupeTTL  time.Duration
 	// Leases on etcd (etcd.go): every lease goes through it when set.
 	Etcd EtcdConfig
-	// Webhooks (API.md, Webhooks).
+	// Webhooks (api/openapi.yaml, Webhooks).
 	WebhookAllowHTTP    bool
 	WebhookAllowPrivate bool
 	SecretKey           []byte          // nil: generated into the data dir (embedded) or webhooks off (MySQL)

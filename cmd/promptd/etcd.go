@@ -15,7 +15,7 @@ import (
 )
 
 // EtcdConfig is the etcd cluster that holds every lease when Endpoints is
-// set (API.md, Lock backend on etcd): PROMPTD_ETCD_ENDPOINTS and the TLS
+// set (api/openapi.yaml, Lock backend on etcd): PROMPTD_ETCD_ENDPOINTS and the TLS
 // and auth options etcd's client takes.
 type EtcdConfig struct {
 	Endpoints          []string

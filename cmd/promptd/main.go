@@ -1,6 +1,6 @@
 // Command promptd serves prompt configs and coordinates agent sessions
 // over HTTP. It is configured with PROMPTD_* environment variables
-// (promptd -h lists them; shared/API.md explains them).
+// (promptd -h lists them; api/openapi.yaml explains them).
 package main
 
 import (

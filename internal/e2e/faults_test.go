@@ -155,7 +155,7 @@ type faultRow struct {
 	examples                           []string
 }
 
-// The faults of DESIGN.md's table, one at a time, each on a fresh cluster
+// The faults of the design's table, one at a time, each on a fresh cluster
 // under the mixed workload. After each: nothing acknowledged lost, no
 // stale fence accepted, no fence regression, turn logs, state entries and
 // env pointers linearizable (porcupine), resolve bounded-stale and

@@ -1,4 +1,4 @@
-// Real request and response bodies (API.md's examples and the server's
+// Real request and response bodies (the HTTP contract's (api/openapi.yaml) examples and the server's
 // answers) assigned to the types openapi-typescript generates from
 // api/openapi.yaml. scripts/openapi-check.sh generates ./schema.d.ts and runs
 // tsc --strict over this file: a body the types reject, or a wrong body they

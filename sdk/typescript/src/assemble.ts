@@ -1,5 +1,5 @@
 // Local rendering and assembly with exactly the server's rules
-// (promptstore/template.go, assemble.go; API.md, Resolving and assembling).
+// (promptstore/template.go, assemble.go; api/openapi.yaml, Resolving and assembling).
 // Placeholders are ASCII, so scanning UTF-16 strings finds exactly what the
 // server finds scanning UTF-8 bytes.
 

@@ -1,9 +1,9 @@
-// Typed errors, one class per problem code of API.md's error table. The
+// Typed errors, one class per problem code of the HTTP contract's (api/openapi.yaml) error table. The
 // table below is the one source: every code's status and extra fields; the
 // classes are made from it by errorClass, and `classes` is checked by the
 // compiler to name one class for every code in the table.
 
-/** The extra fields each code carries (API.md, Errors). */
+/** The extra fields each code carries (api/openapi.yaml, Errors). */
 export interface ErrorFieldsByCode {
   invalid_json: { field?: string };
   invalid_field: { field?: string };
@@ -97,7 +97,7 @@ export class PromptdError<C extends string = string> extends Error {
   readonly code: C;
   readonly detail: string;
   readonly title: string;
-  /** The problem's extra members (API.md's "extra fields"). */
+  /** The problem's extra members (the HTTP contract's (api/openapi.yaml) "extra fields"). */
   readonly fields: C extends ErrorCode ? ErrorFieldsByCode[C] & Record<string, unknown> : Record<string, unknown>;
   /** Retry-After in milliseconds, when the answer had one. */
   readonly retryAfterMs: number | undefined;

@@ -34,7 +34,7 @@ export interface Request {
   query?: Record<string, string | number | boolean | undefined>;
   body?: unknown;
   headers?: Record<string, string>;
-  /** The route takes Idempotency-Key (API.md, Conventions). */
+  /** The route takes Idempotency-Key (api/openapi.yaml, Conventions). */
   idempotent?: boolean;
   /** Answers with these statuses are returned, not thrown (e.g. 304, 204). */
   accept?: number[];

@@ -1,5 +1,5 @@
 // MurmurHash3 x86_32 (Austin Appleby's reference), over bytes, as the
-// server buckets callers (API.md, Resolving: murmur3_x86_32(utf8(s)), seed 0).
+// server buckets callers (api/openapi.yaml, Resolving: murmur3_x86_32(utf8(s)), seed 0).
 
 const encoder = new TextEncoder();
 

@@ -1,4 +1,4 @@
-// Request and answer shapes of the HTTP contract (API.md), written to match
+// Request and answer shapes of the HTTP contract (api/openapi.yaml), written to match
 // api/openapi.yaml.
 
 export type JSONValue = string | number | boolean | null | JSONValue[] | { [k: string]: JSONValue };

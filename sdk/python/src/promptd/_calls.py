@@ -1,4 +1,4 @@
-"""Call builders: one function per route of API.md, shared by Client and
+"""Call builders: one function per route of api/openapi.yaml, shared by Client and
 AsyncClient (which only send what these build)."""
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from ._http import new_key
 from .evaluate import Resolution
 from .models import Assembled, Resolved, Session, Trace
 
-# Feed actions that can change what a bundle holds (API.md, Events).
+# Feed actions that can change what a bundle holds (api/openapi.yaml, Events).
 RELEVANT = ("pointer.switched", "version.revoked", "version.unrevoked", "env.rolled_back")
 
 

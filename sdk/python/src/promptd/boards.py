@@ -1,4 +1,4 @@
-"""Boards (API.md, "Boards"): records, claims with fences, heartbeats.
+"""Boards (api/openapi.yaml, "Boards"): records, claims with fences, heartbeats.
 
 ``with client.claim(board, holder) as work:`` takes the next record (None
 when there is none within ``wait_ms``: ``work.record`` is then None),

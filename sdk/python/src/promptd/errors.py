@@ -1,4 +1,4 @@
-"""Typed exceptions, one class per problem code of API.md's error table.
+"""Typed exceptions, one class per problem code of the HTTP contract's (api/openapi.yaml) error table.
 
 Every error promptd answers is ``application/problem+json`` with a stable
 ``code``; :func:`from_problem` turns it into the class registered for that
@@ -222,12 +222,12 @@ class ImportRejected(Conflict):
 
 
 def _code(code: str, name: str, base: type[PromptdError]) -> type[PromptdError]:
-    cls = type(name, (base,), {"code": code, "__doc__": f"{code} (see API.md, Errors)."})
+    cls = type(name, (base,), {"code": code, "__doc__": f"{code} (see api/openapi.yaml, Errors)."})
     cls.__module__ = __name__
     return cls
 
 
-# The rest of API.md's table: code, class, family. One line each, so the
+# The rest of the HTTP contract's (api/openapi.yaml) table: code, class, family. One line each, so the
 # table is the definition.
 InvalidJSON = _code("invalid_json", "InvalidJSON", BadRequest)
 InvalidField = _code("invalid_field", "InvalidField", BadRequest)

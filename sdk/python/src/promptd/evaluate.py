@@ -1,5 +1,5 @@
 """Local evaluation: resolve and assemble from a bundle (GET /v1/bundle)
-with exactly the server's rules (API.md, "Resolving and assembling",
+with exactly the server's rules (api/openapi.yaml, "Resolving and assembling",
 "Chat templates and provider-shaped output", "Bundles and local
 evaluation"). Pure functions, no I/O; LocalPrompts keeps the bundle current.
 

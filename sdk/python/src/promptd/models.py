@@ -1,4 +1,4 @@
-"""Typed answers of promptd (API.md). Each keeps the decoded JSON in ``raw``
+"""Typed answers of promptd (api/openapi.yaml). Each keeps the decoded JSON in ``raw``
 so that fields added by a newer server are never lost."""
 
 from __future__ import annotations

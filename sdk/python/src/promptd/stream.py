@@ -1,4 +1,4 @@
-"""The change feed as a stream (API.md, "Events: change feed"):
+"""The change feed as a stream (api/openapi.yaml, "Events: change feed"):
 ``for ev in client.events(since="0"):`` yields each event's JSON in
 ``seq`` order, once; the connection is re-made after a drop with
 ``Last-Event-ID`` (the last id seen, progress events included) and jittered
