@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"slices"
 	"time"
@@ -91,6 +92,19 @@ type ChangeRequest struct {
 // SetProtection creates (expected 0) or changes env's protection at
 // expected revision; approvals 0 lifts it.
 func (s *Service) SetProtection(ctx context.Context, p Protection, expected *int64) (*Protection, error) {
+	return s.setProtection(ctx, p, expected, false)
+}
+
+// SetProtectionGated is SetProtection for a write that has not been
+// approved: when p weakens the protection in force (WeakenedBy, decided
+// against the row as the write's transaction locked it), nothing is
+// written and the error is *Gated, with the protection's revision as
+// Target.
+func (s *Service) SetProtectionGated(ctx context.Context, p Protection, expected *int64) (*Protection, error) {
+	return s.setProtection(ctx, p, expected, true)
+}
+
+func (s *Service) setProtection(ctx context.Context, p Protection, expected *int64, gated bool) (*Protection, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -106,6 +120,9 @@ func (s *Service) SetProtection(ctx context.Context, p Protection, expected *int
 		}
 		if expected != nil && *expected != rev {
 			return nil, &promptstore.RevisionConflict{Current: rev}
+		}
+		if gated && cur.WeakenedBy(p) {
+			return nil, &Gated{Env: p.Env, Target: rev}
 		}
 		p.Revision, p.UpdatedBy, p.UpdatedAt = rev+1, audit.Actor(ctx), now.UTC().Truncate(time.Millisecond)
 		agents, approvers := jsonOrNull(p.Agents), jsonOrNull(p.Approvers)
@@ -219,20 +236,29 @@ func jsonOrNull(v []string) string {
 // target is the write's precondition (the target's revision). Agent ""
 // is a write to the env itself (its protection): gated whenever env's
 // protection is in force.
+//
+// The protection is read under lock in the transaction that inserts the
+// change request; a failed read refuses. Writes decide "gated or not"
+// inside their own transaction (CheckGate) and call Gate when it says
+// *Gated; Gate answering nil then means the protection was lifted in
+// between, and the write is tried again.
 func (s *Service) Gate(ctx context.Context, by *Token, action, agent, env string, request any, target int64) (*ChangeRequest, error) {
-	p, err := s.Protection(ctx, env)
-	if err != nil || p == nil || p.Approvals == 0 || agent != "" && !p.Covers(agent) {
-		return nil, err
-	}
 	raw, err := json.Marshal(request)
 	if err != nil {
 		return nil, err
 	}
-	now := s.o.Now().UTC().Truncate(time.Millisecond)
-	cr := &ChangeRequest{ID: "cr_" + newID()[len(idPrefix):], State: Pending, Action: action, Agent: agent, Env: env, Request: raw,
-		TargetRevision: target, RequestedBy: principalOf(by), RequestedToken: by.Name, Approvals: []string{}, Needed: p.Approvals,
-		Approvers: p.Approvers, Problem: json.RawMessage("null"), Revision: 1, CreatedAt: now, ExpiresAt: now.Add(RequestTTL)}
-	return sqlstore.Transact(ctx, s.o.DB, func(tx *gorm.DB) (*ChangeRequest, error) {
+	cr, err := sqlstore.Transact(ctx, s.o.DB, func(tx *gorm.DB) (*ChangeRequest, error) {
+		p, err := readProtection(tx, env, true)
+		if err != nil {
+			return nil, err
+		}
+		if p == nil || p.Approvals == 0 || agent != "" && !p.Covers(agent) {
+			return nil, errNotCovered // rolls back: the caller's commit hooks do not run
+		}
+		now := s.o.Now().UTC().Truncate(time.Millisecond)
+		cr := &ChangeRequest{ID: "cr_" + newID()[len(idPrefix):], State: Pending, Action: action, Agent: agent, Env: env, Request: raw,
+			TargetRevision: target, RequestedBy: principalOf(by), RequestedToken: by.Name, Approvals: []string{}, Needed: p.Approvals,
+			Approvers: p.Approvers, Problem: json.RawMessage("null"), Revision: 1, CreatedAt: now, ExpiresAt: now.Add(RequestTTL)}
 		if err := tx.Exec(`INSERT INTO access_change_requests (cr_id, action, agent, env, request, target_revision, requested_by, requested_token,
 			state, approvals, needed, approvers, problem, revision, created_at_ms, expires_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
 			cr.ID, action, agent, env, string(raw), target, cr.RequestedBy, cr.RequestedToken, Pending, "[]", cr.Needed,
@@ -241,7 +267,13 @@ func (s *Service) Gate(ctx context.Context, by *Token, action, agent, env string
 		}
 		return cr, s.crAudit(ctx, tx, "change_request.created", cr)
 	})
+	if errors.Is(err, errNotCovered) {
+		return nil, nil
+	}
+	return cr, err
 }
+
+var errNotCovered = errors.New("access: the protection does not cover the write")
 
 func principalOf(t *Token) string {
 	if t.Principal != "" {
@@ -392,20 +424,39 @@ func (s *Service) Approve(ctx context.Context, id string, by *Token, apply Appli
 	approvals := append(slices.Clone(cr.Approvals), who)
 	next := *cr
 	next.Approvals, next.Revision = approvals, cr.Revision+1
-	if len(approvals) < cr.Needed {
+	p, err := s.Protection(ctx, cr.Env)
+	if err != nil {
+		return nil, err // the count it must reach is unknown: refuse
+	}
+	next.Needed = neededNow(cr, p)
+	if len(approvals) < next.Needed {
 		return s.moveRequest(ctx, cr, &next, "change_request.approved")
 	}
 	next.State = Applied
 	commit := func(tx *gorm.DB) error {
+		// The count is checked again against the protection as the
+		// write's transaction locks it: one raised meanwhile holds the
+		// request until it has as many approvals.
+		p, err := readProtection(tx, cr.Env, true)
+		if err != nil {
+			return err
+		}
+		if need := neededNow(cr, p); len(approvals) < need {
+			return &moreNeeded{need: need}
+		}
 		if err := s.casRequest(ctx, tx, cr, &next); err != nil {
 			return err
 		}
 		return s.crAudit(ctx, tx, "change_request.applied", &next)
 	}
 	err = apply(ctx, cr, commit)
+	var more *moreNeeded
 	switch {
 	case err == nil:
 		return &next, nil
+	case errors.As(err, &more):
+		next.State, next.Needed = Pending, more.need
+		return s.moveRequest(ctx, cr, &next, "change_request.approved")
 	case errors.Is(err, ErrCommitRace):
 		cur, rerr := s.ChangeRequest(ctx, id)
 		if rerr != nil {
@@ -431,6 +482,23 @@ func (s *Service) Approve(ctx context.Context, id string, by *Token, apply Appli
 		return nil, ferr
 	}
 	return &next, nil
+}
+
+// neededNow is how many approvals cr needs with p the protection in
+// force now: the count it was filed with, or more when the protection was
+// raised since (lowering or lifting it never lowers the count).
+func neededNow(cr *ChangeRequest, p *Protection) int {
+	if p != nil && (cr.Agent == "" || p.Covers(cr.Agent)) && p.Approvals > cr.Needed {
+		return p.Approvals
+	}
+	return cr.Needed
+}
+
+// moreNeeded: the protection was raised while the last approval applied.
+type moreNeeded struct{ need int }
+
+func (e *moreNeeded) Error() string {
+	return fmt.Sprintf("access: the protection now needs %d approvals", e.need)
 }
 
 // Reject closes a pending request without applying it.
@@ -479,9 +547,9 @@ func (s *Service) moveRequest(ctx context.Context, cur, next *ChangeRequest, act
 // pending at cur's revision and not expired.
 func (s *Service) casRequest(_ context.Context, tx *gorm.DB, cur, next *ChangeRequest) error {
 	now := s.o.Now().UnixMilli()
-	res := tx.Exec(`UPDATE access_change_requests SET state = ?, approvals = ?, problem = ?, revision = ?, updated_at_ms = ?
+	res := tx.Exec(`UPDATE access_change_requests SET state = ?, approvals = ?, needed = ?, problem = ?, revision = ?, updated_at_ms = ?
 		WHERE cr_id = ? AND revision = ? AND state = ? AND expires_at_ms > ?`,
-		next.State, jsonOrNull(next.Approvals), string(next.Problem), next.Revision, now, cur.ID, cur.Revision, Pending, now)
+		next.State, jsonOrNull(next.Approvals), next.Needed, string(next.Problem), next.Revision, now, cur.ID, cur.Revision, Pending, now)
 	if res.Error != nil {
 		return res.Error
 	}

@@ -4,7 +4,10 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+	"gorm.io/gorm"
 
+	"github.com/promptd/promptd/access"
+	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
 )
 
@@ -55,18 +58,26 @@ func (s *Server) handleEnvRollback(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if s.rollbackGated(ctx, agent, env, req.ToVersion) {
-		if handled, err := s.gate(c, actionEnvRollback, agent, env, req, expected); handled || err != nil {
-			return err
+	var out *release.EnvRollback
+	err = s.gatedWrite(c, actionEnvRollback, func(*access.Gated) any { return req }, func(gated bool) error {
+		in := release.EnvRollbackInput{Agent: agent, Env: env, ExpectedRevision: &expected, Reason: req.Reason}
+		if req.ToVersion != nil {
+			in.ToVersion = *req.ToVersion
+			if gated { // a to_version other than the default target
+				in.Gate = func(tx *gorm.DB, cur *promptstore.Env, to int) error {
+					if to == release.RollbackTarget(cur) {
+						return nil
+					}
+					return access.CheckGate(tx, agent, env, cur.Revision)
+				}
+			}
 		}
-	}
-	in := release.EnvRollbackInput{Agent: agent, Env: env, ExpectedRevision: &expected, Reason: req.Reason}
-	if req.ToVersion != nil {
-		in.ToVersion = *req.ToVersion
-	}
-	out, err := rs.RollbackEnv(ctx, in)
-	if err != nil {
+		var err error
+		out, err = rs.RollbackEnv(ctx, in)
 		return headerErr(err, viaHeader)
+	})
+	if err != nil || out == nil {
+		return err
 	}
 	active, err := s.activeRelease(ctx, out.Env)
 	if err != nil {

@@ -8,7 +8,9 @@ import (
 	"strconv"
 
 	"github.com/labstack/echo/v4"
+	"gorm.io/gorm"
 
+	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
 )
@@ -155,24 +157,19 @@ func (s *Server) handlePutEnv(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if expected != nil { // without a precondition the switch answers 428 itself
-		if handled, err := s.gate(c, actionPointerSwitch, agent, env, req, *expected); handled || err != nil {
-			return err
+	return s.gatedWrite(c, actionPointerSwitch, func(*access.Gated) any { return req }, func(gated bool) error {
+		in := promptstore.SwitchInput{Agent: agent, Env: env, Version: *req.Version, ExpectedRevision: expected, Reason: req.Reason}
+		if gated && expected != nil { // without a precondition the switch answers 428 itself
+			in.Gate = func(tx *gorm.DB) error { return access.CheckGate(tx, agent, env, *expected) }
 		}
-	}
-	ctx := c.Request().Context()
-	e, err := s.cfg.Prompts.SwitchPointer(ctx, promptstore.SwitchInput{
-		Agent: agent, Env: env, Version: *req.Version, ExpectedRevision: expected, Reason: req.Reason})
-	if err != nil {
-
-		if viaHeader {
-			return fromHeader{err}
+		e, err := s.cfg.Prompts.SwitchPointer(c.Request().Context(), in)
+		if err != nil {
+			return headerErr(err, viaHeader)
 		}
-		return err
-	}
-	status := http.StatusOK
-	if *expected == 0 {
-		status = http.StatusCreated
-	}
-	return s.sendEnv(c, status, e)
+		status := http.StatusOK
+		if *expected == 0 {
+			status = http.StatusCreated
+		}
+		return s.sendEnv(c, status, e)
+	})
 }

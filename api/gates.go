@@ -112,18 +112,33 @@ func changeRequestEntity(cr *access.ChangeRequest) any {
 	return map[string]any{"change_request": changeRequestBody(cr)}
 }
 
-// rollbackGated: an env rollback naming a to_version other than the
-// default target (with no active release: that one the write refuses).
-func (s *Server) rollbackGated(ctx context.Context, agent, env string, to *int) bool {
-	if to == nil || s.cfg.Access == nil {
-		return false
+// gatedWrite runs a write that decides inside its own transaction, from
+// the rows it locks, whether env's protection covers it: write gets
+// gated true when promptd has an access service, and then hands its
+// domain call a gate that calls access.CheckGate. When the gate says
+// *access.Gated, the write has rolled back with nothing written, and a
+// change request (request(g)) is filed instead: 202. When the protection
+// was lifted in between (Gate files nothing), the write runs again. A
+// gate that cannot be read refuses the write (its error).
+func (s *Server) gatedWrite(c echo.Context, action string, request func(g *access.Gated) any, write func(gated bool) error) error {
+	for range 3 {
+		err := write(s.cfg.Access != nil)
+		var g *access.Gated
+		if !errors.As(err, &g) {
+			return err
+		}
+		if handled, err := s.gate(c, action, g.Agent, g.Env, request(g), g.Target); handled || err != nil {
+			return err
+		}
 	}
-	e, err := s.cfg.Prompts.GetEnv(ctx, agent, env)
-	return err == nil && e.ActiveReleaseID == "" && *to != release.RollbackTarget(e)
+	return errGateMoving
 }
 
-// patchGated: a percent above the release's, or a candidate override the
-// release does not have yet (compared by hash: that is all it keeps).
+var errGateMoving = errors.Join(sqlstore.ErrUnavailable, errors.New("api: the env's protection kept changing under the write; retry"))
+
+// patchGated: a percent above the release's, a candidate override the
+// release does not have yet (compared by hash: that is all it keeps), or
+// a guard removed or replaced while the release is paused by its guard.
 func patchGated(rel *release.Release, req *patchReleaseRequest) bool {
 	if req.percent != "" {
 		next, ok1 := release.ParsePercent(req.percent)
@@ -139,12 +154,13 @@ func patchGated(rel *release.Release, req *patchReleaseRequest) bool {
 			}
 		}
 	}
-	return false
+	return req.guard != nil && pausedByGuard(rel)
 }
 
-// resumeGated: the release is paused by its guard (tripped).
-func resumeGated(rel *release.Release) bool {
-	return rel.State == release.Paused && rel.Guard != nil && rel.Guard.State == guard.Tripped
+// pausedByGuard: a guard's trip paused the release and it has not resumed
+// since (whatever became of the guard).
+func pausedByGuard(rel *release.Release) bool {
+	return rel.State == release.Paused && (rel.PausedByGuard || rel.Guard != nil && rel.Guard.State == guard.Tripped)
 }
 
 func newReleaseID() string {
@@ -234,48 +250,4 @@ func (s *Server) applyGated(ctx context.Context, cr *access.ChangeRequest, commi
 		return err
 	}
 	return errors.New("api: unknown change request action " + cr.Action)
-}
-
-// gateCreate gates a release create; the change request records the
-// pointer's revision (the precondition, or the current one).
-func (s *Server) gateCreate(c echo.Context, agent, env string, req *createReleaseRequest, expected *int64) (bool, error) {
-	if s.cfg.Access == nil {
-		return false, nil
-	}
-	ctx := c.Request().Context()
-	var target int64
-	if expected != nil {
-		target = *expected
-	} else if e, err := s.cfg.Prompts.GetEnv(ctx, agent, env); err == nil {
-		target = e.Revision
-	}
-	id := newReleaseID()
-	g := gatedCreate{ReleaseID: id, CandidateVersion: *req.CandidateVersion, Percent: req.percent, Stickiness: req.Stickiness,
-		Steps: req.steps, Message: req.Message, Overrides: hashedOverrides(id, req.Overrides), Guard: req.guard}
-	return s.gateIn(onCommit(s, c, 202, changeRequestEntity), c, actionReleaseCreate, agent, env, g, target)
-}
-
-// gateTransition gates a promote, and a resume of a release its guard
-// paused; the change request records the release's revision (the
-// precondition, or the current one).
-func (s *Server) gateTransition(c echo.Context, id string, action release.Action, reason string, expected *int64) (bool, error) {
-	if s.cfg.Access == nil || action != release.ActPromote && action != release.ActResume {
-		return false, nil
-	}
-	rel, err := s.cfg.Releases.Get(c.Request().Context(), id)
-	if err != nil || action == release.ActResume && !resumeGated(rel) {
-		return false, nil // the transition answers a missing release itself
-	}
-	if _, noop, ok := release.Next(rel.State, action); noop || !ok {
-		return false, nil // a no-op, or a 409 the transition answers
-	}
-	target := rel.Revision
-	if expected != nil {
-		target = *expected
-	}
-	name := actionReleasePromote
-	if action == release.ActResume {
-		name = actionReleaseResume
-	}
-	return s.gate(c, name, rel.Agent, rel.Env, gatedTransition{ReleaseID: id, Reason: reason}, target)
 }

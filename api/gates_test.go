@@ -301,7 +301,11 @@ func TestGate_weakeningAProtection_isApprovedUnderTheProtectionInForce(t *testin
 		// An approvers list added; the protection moves meanwhile.
 		id = a.ok(a.do("PUT", "/v1/protections/prod", admin, `{"approvals": 1, "approvers": ["lead"], "expected_revision": 3}`), 202)["change_request"].(map[string]any)["id"].(string)
 		a.ok(a.do("PUT", "/v1/protections/prod", admin, `{"approvals": 2, "expected_revision": 3}`), 200)
-		got = a.ok(a.do("POST", "/v1/change-requests/"+id+"/approve", lead, ""), 200)
+		// Raised to 2 meanwhile: the request needs two approvals now.
+		if got := a.ok(a.do("POST", "/v1/change-requests/"+id+"/approve", lead, ""), 200); got["state"] != "pending" || got["approvals_needed"] != float64(2) {
+			t.Fatalf("one approval after the protection was raised: %v", got)
+		}
+		got = a.ok(a.do("POST", "/v1/change-requests/"+id+"/approve", lead2, ""), 200)
 		prob, _ := got["problem"].(map[string]any)
 		if got["state"] != "failed" || prob["code"] != "revision_conflict" || a.protectionApprovals("prod") != 2 {
 			t.Fatalf("after the protection moved: %v, approvals in force %d", got, a.protectionApprovals("prod"))

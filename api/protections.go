@@ -74,22 +74,14 @@ func (s *Server) setProtection(c echo.Context, as *access.Service, next access.P
 		return err
 	}
 	ctx := c.Request().Context()
-	cur, err := as.Protection(ctx, next.Env)
-	if err != nil {
-		return err
-	}
-	if cur.WeakenedBy(next) && (expected == nil || *expected == cur.Revision) { // a stale one: SetProtection's 409
-		target := cur.Revision
-		if expected != nil {
-			target = *expected
-		}
-		if handled, err := s.gate(c, actionProtectionSet, "", next.Env, req, target); handled || err != nil {
-			return err
-		}
-	}
-	p, err := as.SetProtection(ctx, next, expected)
-	if err != nil {
+	var p *access.Protection
+	err := s.gatedWrite(c, actionProtectionSet, func(*access.Gated) any { return req }, func(bool) error {
+		var err error
+		p, err = as.SetProtectionGated(ctx, next, expected) // weakening it is gated, decided on the locked row
 		return headerErr(err, viaHeader)
+	})
+	if err != nil || p == nil {
+		return err
 	}
 	return s.send(c, http.StatusOK, protectionResponse{Env: p.Env, Approvals: p.Approvals, Agents: p.Agents, Approvers: p.Approvers,
 		Revision: p.Revision, UpdatedBy: p.UpdatedBy, UpdatedAt: timestamp(p.UpdatedAt)})

@@ -7,7 +7,9 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+	"gorm.io/gorm"
 
+	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/release/guard"
 )
@@ -36,7 +38,10 @@ type releaseResponse struct {
 	// they are not stored, see release.Overrides); not in lists.
 	Overrides *release.Overrides `json:"overrides,omitempty"`
 	Guard     *guardResponse     `json:"guard"`
-	Stats     *guard.Stats       `json:"stats"`
+	// PausedByGuard: a guard's trip paused the release, and it has not
+	// resumed since, whatever became of the guard: resuming it is gated.
+	PausedByGuard bool         `json:"paused_by_guard"`
+	Stats         *guard.Stats `json:"stats"`
 }
 
 // guardResponse is a release's guard: its configuration and state.
@@ -94,7 +99,8 @@ func releaseBody(r *release.Release) releaseResponse {
 	out := releaseResponse{ID: r.ID, Agent: r.Agent, Env: r.Env, State: r.State, BaselineVersion: r.BaselineVersion,
 		CandidateVersion: r.CandidateVersion, Percent: r.Percent, Stickiness: r.Stickiness, Steps: r.Steps,
 		StepsApplied: r.StepsApplied, Revision: r.Revision, Message: r.Message, CreatedBy: r.CreatedBy,
-		CreatedAt: timestamp(r.CreatedAt), UpdatedAt: timestamp(r.UpdatedAt), Guard: guardBody(r.Guard), Stats: r.Stats}
+		CreatedAt: timestamp(r.CreatedAt), UpdatedAt: timestamp(r.UpdatedAt), Guard: guardBody(r.Guard), Stats: r.Stats,
+		PausedByGuard: r.PausedByGuard}
 	if r.History != nil { // a release read whole (not a list item)
 		o := r.Overrides
 		out.Overrides = &o
@@ -226,17 +232,24 @@ func (s *Server) handleCreateRelease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if handled, err := s.gateCreate(c, agent, env, &req, expected); handled || err != nil {
-		return err
+	id := newReleaseID() // chosen up front: a gated create stores its overrides hashed under it
+	stored := func(*access.Gated) any {
+		return gatedCreate{ReleaseID: id, CandidateVersion: *req.CandidateVersion, Percent: req.percent, Stickiness: req.Stickiness,
+			Steps: req.steps, Message: req.Message, Overrides: hashedOverrides(id, req.Overrides), Guard: req.guard}
 	}
-	ctx := onCommit(s, c, http.StatusCreated, releaseEntity)
-	rel, err := rs.Create(ctx, release.CreateInput{Agent: agent, Env: env, CandidateVersion: *req.CandidateVersion,
-		Percent: req.percent, Stickiness: req.Stickiness, Steps: req.steps, Message: req.Message, ExpectedRevision: expected,
-		Overrides: req.Overrides.input(), Guard: req.guard})
-	if err != nil {
-		return headerErr(err, viaHeader)
-	}
-	return s.sendRelease(c, http.StatusCreated, rel)
+	return s.gatedWrite(c, actionReleaseCreate, stored, func(gated bool) error {
+		in := release.CreateInput{ID: id, Agent: agent, Env: env, CandidateVersion: *req.CandidateVersion,
+			Percent: req.percent, Stickiness: req.Stickiness, Steps: req.steps, Message: req.Message, ExpectedRevision: expected,
+			Overrides: req.Overrides.input(), Guard: req.guard}
+		if gated {
+			in.Gate = func(tx *gorm.DB, revision int64) error { return access.CheckGate(tx, agent, env, revision) }
+		}
+		rel, err := rs.Create(onCommit(s, c, http.StatusCreated, releaseEntity), in)
+		if err != nil {
+			return headerErr(err, viaHeader)
+		}
+		return s.sendRelease(c, http.StatusCreated, rel)
+	})
 }
 
 // handleGetRelease: GET /v1/releases/{id}, with its history.
@@ -349,19 +362,26 @@ func (s *Server) handlePatchRelease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if cur, err := rs.Get(c.Request().Context(), id); err == nil && patchGated(cur, &req) {
-		g := gatedPatch{ReleaseID: id, Percent: req.percent, Reason: req.Reason, Overrides: hashedOverrides(id, req.Overrides), Guard: req.Guard}
-		if handled, err := s.gate(c, actionReleasePatch, cur.Agent, cur.Env, g, expected); handled || err != nil {
-			return err
+	stored := func(*access.Gated) any {
+		return gatedPatch{ReleaseID: id, Percent: req.percent, Reason: req.Reason, Overrides: hashedOverrides(id, req.Overrides), Guard: req.Guard}
+	}
+	return s.gatedWrite(c, actionReleasePatch, stored, func(gated bool) error {
+		in := release.TransitionInput{ExpectedRevision: &expected, Percent: req.percent, Reason: req.Reason,
+			Overrides: req.Overrides.input(), Guard: req.guard}
+		if gated {
+			in.Gate = func(tx *gorm.DB, rel *release.Release) error {
+				if !patchGated(rel, &req) {
+					return nil
+				}
+				return access.CheckGate(tx, rel.Agent, rel.Env, rel.Revision)
+			}
 		}
-	}
-	rel, err := rs.Transition(c.Request().Context(), id, req.action(),
-		release.TransitionInput{ExpectedRevision: &expected, Percent: req.percent, Reason: req.Reason,
-			Overrides: req.Overrides.input(), Guard: req.guard})
-	if err != nil {
-		return headerErr(err, viaHeader)
-	}
-	return s.sendRelease(c, http.StatusOK, rel)
+		rel, err := rs.Transition(c.Request().Context(), id, req.action(), in)
+		if err != nil {
+			return headerErr(err, viaHeader)
+		}
+		return s.sendRelease(c, http.StatusOK, rel)
+	})
 }
 
 // transitionRequest is the (optional) body of POST /v1/releases/{id}/{action}.
@@ -393,14 +413,23 @@ func (s *Server) handleTransition(action release.Action) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		if handled, err := s.gateTransition(c, id, action, req.Reason, expected); handled || err != nil {
-			return err
-		}
-		rel, err := rs.Transition(c.Request().Context(), id, action,
-			release.TransitionInput{ExpectedRevision: expected, Reason: req.Reason})
-		if err != nil {
-			return headerErr(err, viaHeader)
-		}
-		return s.sendRelease(c, http.StatusOK, rel)
+		name := map[release.Action]string{release.ActPromote: actionReleasePromote, release.ActResume: actionReleaseResume}[action]
+		stored := func(*access.Gated) any { return gatedTransition{ReleaseID: id, Reason: req.Reason} }
+		return s.gatedWrite(c, name, stored, func(gated bool) error {
+			in := release.TransitionInput{ExpectedRevision: expected, Reason: req.Reason}
+			if gated && name != "" { // promote; resume of a release its guard paused
+				in.Gate = func(tx *gorm.DB, rel *release.Release) error {
+					if action == release.ActResume && !pausedByGuard(rel) {
+						return nil
+					}
+					return access.CheckGate(tx, rel.Agent, rel.Env, rel.Revision)
+				}
+			}
+			rel, err := rs.Transition(c.Request().Context(), id, action, in)
+			if err != nil {
+				return headerErr(err, viaHeader)
+			}
+			return s.sendRelease(c, http.StatusOK, rel)
+		})
 	}
 }

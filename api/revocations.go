@@ -2,10 +2,11 @@ package api
 
 import (
 	"net/http"
-	"slices"
 
 	"github.com/labstack/echo/v4"
+	"gorm.io/gorm"
 
+	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/promptstore"
 )
 
@@ -51,12 +52,13 @@ func (s *Server) handleLiftRevocation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if e, err := s.cfg.Prompts.GetEnv(c.Request().Context(), agent, env); err == nil && slices.Contains(e.Revoked, n) {
-		if handled, err := s.gate(c, actionLiftRevocation, agent, env, liftRequest{Version: n}, e.Revision); handled || err != nil {
-			return err
+	return s.gatedWrite(c, actionLiftRevocation, func(*access.Gated) any { return liftRequest{Version: n} }, func(gated bool) error {
+		in := promptstore.RevokeInput{Agent: agent, Env: env, Version: n, Lift: true}
+		if gated { // a lift that changes something
+			in.Gate = func(tx *gorm.DB, revision int64) error { return access.CheckGate(tx, agent, env, revision) }
 		}
-	}
-	return s.revoke(c, promptstore.RevokeInput{Agent: agent, Env: env, Version: n, Lift: true})
+		return s.revoke(c, in)
+	})
 }
 
 func (s *Server) revoke(c echo.Context, in promptstore.RevokeInput) error {

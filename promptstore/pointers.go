@@ -139,6 +139,10 @@ type SwitchInput struct {
 	Version          int
 	ExpectedRevision *int64
 	Reason           string
+	// Gate, when set, runs first inside the switch's transaction and
+	// decides whether the switch may go ahead: an error (an approval
+	// gate's, or a failed read) rolls the switch back.
+	Gate func(tx *gorm.DB) error
 }
 
 // SwitchPointer moves the env pointer to a version, under the env's release
@@ -186,6 +190,11 @@ func (s *Store) SwitchPointer(ctx context.Context, in SwitchInput) (*Env, error)
 
 // switchTx moves (or creates) the pointer within tx.
 func (s *Store) switchTx(ctx context.Context, tx *gorm.DB, in SwitchInput, action string) (*PointerState, error) {
+	if in.Gate != nil {
+		if err := in.Gate(tx); err != nil {
+			return nil, err
+		}
+	}
 	var exists int
 	if err := tx.Raw(`SELECT COUNT(*) FROM prompt_versions WHERE agent = ? AND version = ?`, in.Agent, in.Version).Scan(&exists).Error; err != nil {
 		return nil, err

@@ -19,6 +19,10 @@ type RevokeInput struct {
 	// ExpectedRevision, when set, is the pointer's revision the change
 	// must find (a stale one is *RevisionConflict).
 	ExpectedRevision *int64
+	// Gate, when set, decides inside the transaction whether a lift that
+	// changes something may go ahead (it runs once the revocation row is
+	// deleted, with the pointer's revision): an error rolls it back.
+	Gate func(tx *gorm.DB, revision int64) error
 }
 
 // MaxReason bounds reasons and messages of moves and revocations.
@@ -84,6 +88,11 @@ func (s *Store) revokeTx(ctx context.Context, tx *gorm.DB, in RevokeInput) (*Poi
 		res := tx.Exec(`DELETE FROM prompt_revocations WHERE agent = ? AND env = ? AND version = ?`, in.Agent, in.Env, in.Version)
 		if res.Error != nil || res.RowsAffected == 0 {
 			return nil, res.Error // lifting what is not revoked changes nothing
+		}
+		if in.Gate != nil {
+			if err := in.Gate(tx, ptr.Revision); err != nil {
+				return nil, err
+			}
 		}
 	} else {
 		if ptr.Version == in.Version {

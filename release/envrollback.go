@@ -17,6 +17,11 @@ type EnvRollbackInput struct {
 	ExpectedRevision *int64 // the pointer's; required
 	ToVersion        int    // 0: the newest older non-revoked version of the move history
 	Reason           string
+	// Gate, when set, decides inside the rollback's transaction, without
+	// an active release, whether a move to the version named may go
+	// ahead: it runs with the env as read under lock and the target
+	// version. An error rolls the rollback back.
+	Gate func(tx *gorm.DB, cur *promptstore.Env, to int) error
 }
 
 // EnvRollback is what an env rollback did.
@@ -99,6 +104,11 @@ func (s *Service) RollbackEnv(ctx context.Context, in EnvRollbackInput) (*EnvRol
 		}
 		if revoked, err := s.store.InTx(tx).IsRevoked(in.Agent, in.Env, to); err != nil || revoked {
 			return nil, fmtErr(err, promptstore.ErrVersionRevoked)
+		}
+		if in.Gate != nil {
+			if err := in.Gate(tx, cur, to); err != nil {
+				return nil, err
+			}
 		}
 		reason := in.Reason
 		if reason == "" {

@@ -44,9 +44,13 @@ type guardRow struct {
 	GuardTrippedAtMs *int64
 	GuardReason      *string
 	GuardSinceMs     *int64
+	// PausedByGuardAtMs is set when a trip paused the release and cleared
+	// when it resumes: removing or replacing the guard leaves it, so the
+	// resume of a release its guard paused stays gated.
+	PausedByGuardAtMs *int64
 }
 
-const guardCols = `guard, guard_tripped_at_ms, guard_reason, guard_since_ms`
+const guardCols = `guard, guard_tripped_at_ms, guard_reason, guard_since_ms, paused_by_guard_at_ms`
 
 // selectCols are the columns a release is read with.
 const selectCols = releaseCols + `, ` + guardCols
@@ -88,6 +92,18 @@ func addGuardColumns(tx *gorm.DB) error {
 	return nil
 }
 
+// addPausedByGuard is migration release_guard/2.
+func addPausedByGuard(tx *gorm.DB) error {
+	if tx.Migrator().HasColumn("releases", "paused_by_guard_at_ms") {
+		return nil
+	}
+	if err := tx.Exec(`ALTER TABLE releases ADD COLUMN paused_by_guard_at_ms BIGINT NULL`).Error; err != nil {
+		return err
+	}
+	// A release paused by a trip before this column existed still shows it.
+	return tx.Exec(`UPDATE releases SET paused_by_guard_at_ms = guard_tripped_at_ms WHERE state = ? AND guard_tripped_at_ms IS NOT NULL`, string(Paused)).Error
+}
+
 // writeGuard stores rel's guard configuration (nil: none) within tx.
 func writeGuard(tx *gorm.DB, id string, c *guard.Config) error {
 	var raw *string
@@ -120,9 +136,15 @@ func (s *Service) guardChange(ctx context.Context, tx *gorm.DB, rel *Release, ac
 	switch {
 	case in.trip != nil && rel.Guard != nil:
 		ms := now.UnixMilli()
-		if err := tx.Exec(`UPDATE releases SET guard_tripped_at_ms = ?, guard_reason = ? WHERE id = ?`, ms, in.trip.decision.Reason, rel.ID).Error; err != nil {
+		var pausedAt *int64
+		if rel.State == Paused {
+			pausedAt = &ms
+		}
+		if err := tx.Exec(`UPDATE releases SET guard_tripped_at_ms = ?, guard_reason = ?, paused_by_guard_at_ms = ? WHERE id = ?`,
+			ms, in.trip.decision.Reason, pausedAt, rel.ID).Error; err != nil {
 			return err
 		}
+		rel.PausedByGuard = pausedAt != nil
 		t := time.UnixMilli(ms).UTC()
 		rel.Guard.State, rel.Guard.DecidedAt, rel.Guard.Reason = guard.Tripped, &t, in.trip.decision.Reason
 		st := in.trip.decision.Stats
@@ -134,10 +156,16 @@ func (s *Service) guardChange(ctx context.Context, tx *gorm.DB, rel *Release, ac
 			"baseline": st.Baseline, "candidate": st.Candidate, "difference": st.Difference, "since": rel.Guard.Since})
 	case action == ActResume && rel.Guard != nil && rel.Guard.State == guard.Tripped:
 		ms := now.UnixMilli()
-		if err := tx.Exec(`UPDATE releases SET guard_tripped_at_ms = NULL, guard_reason = NULL, guard_since_ms = ? WHERE id = ?`, ms, rel.ID).Error; err != nil {
+		if err := tx.Exec(`UPDATE releases SET guard_tripped_at_ms = NULL, guard_reason = NULL, guard_since_ms = ?, paused_by_guard_at_ms = NULL WHERE id = ?`, ms, rel.ID).Error; err != nil {
 			return err
 		}
 		rel.Guard.State, rel.Guard.DecidedAt, rel.Guard.Reason, rel.Guard.Since = guard.Collecting, nil, "", time.UnixMilli(ms).UTC()
+		rel.PausedByGuard = false
+	case action == ActResume && rel.PausedByGuard: // its guard was removed or replaced since the trip
+		if err := tx.Exec(`UPDATE releases SET paused_by_guard_at_ms = NULL WHERE id = ?`, rel.ID).Error; err != nil {
+			return err
+		}
+		rel.PausedByGuard = false
 	}
 	return nil
 }

@@ -38,12 +38,15 @@ type Release struct {
 	History          []Transition `json:"history"`
 	BasisPoints      int          `json:"-"`
 	// Overrides are the hashed keys forced onto each arm (see Overrides).
-	Overrides  Overrides         `json:"overrides"`
-	Guard      *GuardStatus      `json:"guard"` // nil: unguarded
-	Stats      *guard.Stats      `json:"stats"` // set by Describe
-	forced     *prompt.Overrides // the override sets, for prompt.Decide
-	pausedLeft time.Duration     // the rest of the current step's wait, while paused
-	steps      []step
+	Overrides Overrides    `json:"overrides"`
+	Guard     *GuardStatus `json:"guard"` // nil: unguarded
+	// PausedByGuard: a guard's trip paused the release and it has not
+	// resumed since, whatever became of the guard; its resume is gated.
+	PausedByGuard bool              `json:"paused_by_guard"`
+	Stats         *guard.Stats      `json:"stats"` // set by Describe
+	forced        *prompt.Overrides // the override sets, for prompt.Decide
+	pausedLeft    time.Duration     // the rest of the current step's wait, while paused
+	steps         []step
 }
 
 // Transition is one entry of a release's history.
@@ -88,7 +91,7 @@ func (r *releaseRow) release() *Release {
 		Stickiness: r.Stickiness, StepsApplied: r.StepsApplied, Revision: r.Revision, Message: r.Message,
 		CreatedBy: r.CreatedBy, CreatedAt: time.UnixMilli(r.CreatedAtMs).UTC(), UpdatedAt: time.UnixMilli(r.UpdatedAtMs).UTC(),
 		steps: decodeSteps(r.Steps), History: []Transition{}, Overrides: Overrides{Candidate: []string{}, Baseline: []string{}},
-		Guard: r.GuardCols.status(r.CreatedAtMs)}
+		Guard: r.GuardCols.status(r.CreatedAtMs), PausedByGuard: r.GuardCols.PausedByGuardAtMs != nil}
 	rel.Steps = make([]Step, len(rel.steps))
 	for i, s := range rel.steps {
 		rel.Steps[i] = s.api()

@@ -54,6 +54,7 @@ func Migrations() []sqlstore.Migration {
 			},
 			Primary: []string{"release_id", "revision"},
 		})
-	}}, {Component: "release_guard", Version: 1, Name: "releases.guard and the guard's trip and restart", Up: addGuardColumns}},
+	}}, {Component: "release_guard", Version: 1, Name: "releases.guard and the guard's trip and restart", Up: addGuardColumns},
+		{Component: "release_guard", Version: 2, Name: "releases.paused_by_guard_at_ms (a trip's pause, kept whatever becomes of the guard)", Up: addPausedByGuard}},
 		overrideMigrations()...)
 }

@@ -110,6 +110,10 @@ type CreateInput struct {
 	// ID, when set, is the new release's id (a gated create hashes its
 	// overrides under the id it names); empty: a new one.
 	ID string
+	// Gate, when set, decides inside the create's transaction, once the
+	// pointer row is read under lock, whether the create may go ahead (with
+	// the pointer's revision): an error rolls it back.
+	Gate func(tx *gorm.DB, revision int64) error
 }
 
 func newID() string {
@@ -199,6 +203,11 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Release, error) 
 		}
 		if revoked, err := s.store.InTx(tx).IsRevoked(in.Agent, in.Env, in.CandidateVersion); err != nil || revoked {
 			return nil, fmtErr(err, promptstore.ErrVersionRevoked)
+		}
+		if in.Gate != nil {
+			if err := in.Gate(tx, cur.Revision); err != nil {
+				return nil, err
+			}
 		}
 		now := s.o.Now()
 		ms := now.UnixMilli()

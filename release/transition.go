@@ -22,6 +22,11 @@ type TransitionInput struct {
 	// Guard sets or removes the guard (ActGuard, or with ActPercent or
 	// ActOverrides); nil leaves it.
 	Guard *GuardChange
+	// Gate, when set, decides inside the transition's transaction, with
+	// the release as read under lock (before the change), whether the
+	// transition may go ahead: an error rolls it back. A no-op transition
+	// does not ask.
+	Gate func(tx *gorm.DB, rel *Release) error
 
 	trip *trip // the guard evaluator's trip
 }
@@ -96,6 +101,11 @@ func (s *Service) apply(ctx context.Context, agent, env, id string, action Actio
 		}
 		if in.ExpectedRevision != nil && *in.ExpectedRevision != rel.Revision {
 			return nil, &promptstore.RevisionConflict{Expected: *in.ExpectedRevision, Current: rel.Revision}
+		}
+		if in.Gate != nil {
+			if err := in.Gate(tx, rel); err != nil {
+				return nil, err
+			}
 		}
 		ptr, err = s.change(ctx, tx, rel, action, to, in, bp, step >= 0)
 		if err != nil {

@@ -35,7 +35,10 @@ type Release struct {
 	UpdatedAt        time.Time    `json:"updated_at"`
 	History          []Transition `json:"history,omitempty"`
 	Guard            *Guard       `json:"guard"` // nil: unguarded
-	Stats            *Stats       `json:"stats"` // outcome figures; nil when the server has none
+	// PausedByGuard: a guard's trip paused the release and it has not
+	// resumed since (whatever became of the guard); resuming it is gated.
+	PausedByGuard bool   `json:"paused_by_guard"`
+	Stats         *Stats `json:"stats"` // outcome figures; nil when the server has none
 }
 
 // Guard states.
