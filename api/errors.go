@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/promptd/promptd/api/idempotency"
+	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/ident"
@@ -193,6 +194,7 @@ func problemFor(err error) *Error {
 		limit    *promptstore.LimitError
 		header   fromHeader
 		expired  *events.CursorExpiredError
+		ahead    *audit.AheadError
 	)
 	if p := coordinationProblem(err); p != nil {
 		return p
@@ -276,6 +278,10 @@ func problemFor(err error) *Error {
 	case errors.As(err, &expired):
 		return (&Error{Code: "cursor_expired", Err: err, Detail: fmt.Sprintf(
 			"the feed no longer keeps events after this position; resume from %d (or since=0)", expired.Oldest)}).With("oldest", strconv.FormatInt(expired.Oldest, 10))
+	case errors.As(err, &ahead): // a position checked at the start, then the store went back
+		return (&Error{Code: CodeStoreUnavailable, Err: err, Detail: fmt.Sprintf(
+			"the feed's store is behind position %d (its head is %d); retry later", ahead.After, ahead.Head)}).
+			With("store", "sql").WithHeader("Retry-After", "1")
 	case errors.Is(err, echo.ErrNotFound):
 		return &Error{Code: CodeNotFound, Detail: "no such route", Err: err}
 	case errors.Is(err, echo.ErrMethodNotAllowed):

@@ -126,6 +126,7 @@ func (s *streamSlots) give(token string) {
 type feedQuery struct {
 	filter events.Filter
 	since  int64
+	field  string // where since came from: since, or Last-Event-ID
 	fresh  bool // since omitted: new events only
 	limit  int
 	wait   time.Duration
@@ -165,7 +166,7 @@ func (s *Server) parseFeedQuery(c echo.Context, sse bool) (feedQuery, error) {
 	if since == "" {
 		q.fresh = true
 	} else if n, ok := positive(since, 1<<62); ok || since == "0" {
-		q.since = int64(n)
+		q.since, q.field = int64(n), field
 	} else {
 		return q, invalidField(field, "%s must be a feed position (a non-negative integer)", field)
 	}
@@ -209,6 +210,12 @@ func (s *Server) feedStart(ctx context.Context, q feedQuery) (int64, error) {
 	}
 	if q.since < oldest {
 		return 0, &events.CursorExpiredError{Oldest: oldest}
+	}
+	var ahead *audit.AheadError
+	if err := f.CheckPosition(ctx, q.since); errors.As(err, &ahead) {
+		return 0, invalidField(q.field, "%s %d is beyond the feed's head %d", q.field, q.since, ahead.Head)
+	} else if err != nil {
+		return 0, err
 	}
 	return q.since, nil
 }
@@ -357,6 +364,9 @@ type feedPage struct {
 	Next  string      `json:"next"`
 }
 
+// streamScanEvery paces a stream whose scans stop at their budget.
+const streamScanEvery = time.Second
+
 // streamFeed serves Server-Sent Events until the client leaves or the
 // server shuts down.
 func (s *Server) streamFeed(c echo.Context, ctx context.Context, q feedQuery, after int64) error {
@@ -406,7 +416,25 @@ func (s *Server) streamFeed(c echo.Context, ctx context.Context, q feedQuery, af
 			}
 		}
 		after = next
-		if len(out) == streamPage || more {
+		if more {
+			// The scan stopped at its budget (Config.FeedScanMax) with the
+			// feed not read to its head: a filter that matches little, on
+			// a stream that resumed far back. The client learns how far it
+			// got (a reconnect resumes from there), and the stream scans
+			// on after streamScanEvery: a stream looks at FeedScanMax
+			// events a second at most, however far back it starts.
+			if err := write([]byte("id: " + strconv.FormatInt(after, 10) + "\nevent: progress\ndata: {}\n\n")); err != nil {
+				return nil
+			}
+			progress = time.Now().Add(progressEvery)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(streamScanEvery):
+			}
+			continue
+		}
+		if len(out) == streamPage {
 			continue
 		}
 		wctx, cancel := context.WithDeadline(ctx, progress)

@@ -288,3 +288,67 @@ func TestEvents_sse_streamsInOrder_resumesByLastEventID_andEndsAtShutdown(t *tes
 		t.Fatal("the stream outlived Shutdown")
 	}
 }
+
+// A position beyond the feed's head is refused (it used to be accepted
+// and echoed back as the next cursor), as since and as Last-Event-ID.
+func TestEvents_sinceBeyondTheHead_is400NamingIt(t *testing.T) {
+	a := sqliteApp(t)
+	a.createVersion("support", 0, "hello")
+	for deadline := time.Now().Add(10 * time.Second); a.rt.Feed.Head() < 1 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	head := a.rt.Feed.Head()
+	if p := problem(t, a.do("GET", fmt.Sprintf("/v1/events?wait_ms=0&since=%d", head+1000), admin, ""), 400, "invalid_field"); p["field"] != "since" {
+		t.Fatalf("field = %v", p["field"])
+	}
+	if p := problem(t, a.do("GET", "/v1/events", admin, "", "Accept", "text/event-stream", "Last-Event-ID", fmt.Sprint(head+1)), 400, "invalid_field"); p["field"] != "Last-Event-ID" {
+		t.Fatalf("field = %v", p["field"])
+	}
+	if got := a.poll(fmt.Sprintf("/v1/events?wait_ms=0&since=%d", head), admin); len(got.Items) != 0 {
+		t.Fatalf("since=head: %v", got.Items)
+	}
+}
+
+// A filtered stream that resumes far back scans at most FeedScanMax events
+// a second: it reports how far it got (progress) and goes on, rather than
+// scanning the whole backlog at once (it used to loop over budgets
+// without a pause: 20 such streams took 71 % of a core).
+func TestEvents_sse_resumingFarBackWithAFilter_scansAtMostTheBudgetASecond(t *testing.T) {
+	a := sqliteApp(t, func(c *api.Config) { c.FeedScanMax = 10 })
+	srv := httptest.NewServer(a.h)
+	defer srv.Close()
+	for i := range 60 {
+		a.createVersion("other", i, fmt.Sprintf("v%d", i+1))
+	}
+	a.createVersion("support", 0, "wanted")
+	for deadline := time.Now().Add(10 * time.Second); a.rt.Feed.Head() < 61 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	r, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/events?since=0&agent=support", nil)
+	r.Header.Set("Authorization", "Bearer "+admin)
+	r.Header.Set("Accept", "text/event-stream")
+	res, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	var progress []string
+	for {
+		e, ok := readSSE(t, sc)
+		if !ok {
+			break // the 1.5 s are up
+		}
+		if e.event == "version.created" {
+			t.Fatalf("the matching event arrived within 1.5 s, after %v: the backlog of 61 was scanned faster than 10 a second", progress)
+		}
+		if e.event == "progress" {
+			progress = append(progress, e.id)
+		}
+	}
+	if len(progress) == 0 || len(progress) > 2 || progress[0] != "10" {
+		t.Fatalf("progress ids in 1.5 s = %v; want 10 first, at most two budgets", progress)
+	}
+}

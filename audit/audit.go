@@ -163,7 +163,8 @@ func Migrations() []sqlstore.Migration {
 	}}, {Component: "audit", Version: 2, Name: "audit_events.board and audit_events.seq, the change feed's commit-order position", Up: addFeedColumns},
 		{Component: "audit", Version: 3, Name: "audit_events.trace_id and span_id, the span of the change", Up: addTraceColumns},
 		{Component: "audit", Version: 4, Name: "audit_events_board: a board's events in feed order", Up: addBoardIndex},
-		{Component: "audit", Version: 5, Name: "audit_events_actor, the actor filter of GET /v1/audit", Up: addActorIndex}}
+		{Component: "audit", Version: 5, Name: "audit_events_actor, the actor filter of GET /v1/audit", Up: addActorIndex},
+		{Component: "audit", Version: 6, Name: "audit_feed: the feed's head, which never decreases, and the highest position pruned", Up: addFeedMarks}}
 }
 
 // addBoardIndex lets a board's change feed (and the console's board page)

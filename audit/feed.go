@@ -19,9 +19,12 @@ import (
 // smaller id that committed later. The feed therefore orders events by
 // seq, stamped after commit by Stamp:
 //
-//   - Stamp reads MAX(seq) and the committed, unstamped events in one
-//     transaction, gives them MAX+1, MAX+2, ... and commits. seq is unique,
-//     so of two stampers that read the same MAX one fails and retries.
+//   - Stamp reads the feed's head (audit_feed, under lock; see marks.go)
+//     and the committed, unstamped events in one transaction, gives them
+//     head+1, head+2, ..., raises the head and commits. seq is unique, so
+//     of two stampers that read the same head one fails and retries. The
+//     head is kept apart from the events, so pruning them never hands a
+//     position out again.
 //   - A stamp of MAX+1 starts only after MAX committed (it read it), so seq
 //     k+1 never becomes visible before seq k: the stamped events a reader
 //     sees are always exactly seq 1..head, with no hole.
@@ -47,12 +50,16 @@ func Stamp(ctx context.Context, db *gorm.DB, batch int) (stamped int, head int64
 		head int64
 	}
 	r, err := sqlstore.Transact(sqlstore.WithoutCommitHooks(ctx), db, func(tx *gorm.DB) (result, error) {
+		m, err := readMarks(tx, true)
+		if err != nil {
+			return result{}, err
+		}
 		var max struct{ Head *int64 }
 		if err := tx.Raw(`SELECT MAX(seq) AS head FROM audit_events`).Scan(&max).Error; err != nil {
 			return result{}, err
 		}
-		var head int64
-		if max.Head != nil {
+		head := m.Head
+		if max.Head != nil && *max.Head > head { // never below a position stamped
 			head = *max.Head
 		}
 		var ids []int64
@@ -84,6 +91,9 @@ func Stamp(ctx context.Context, db *gorm.DB, batch int) (stamped int, head int64
 		if res.RowsAffected != int64(len(ids)) {
 			return result{}, ErrStampRace // rolled back: a row was stamped meanwhile
 		}
+		if err := tx.Exec(`UPDATE audit_feed SET head = ? WHERE id = 1 AND head < ?`, head+int64(len(ids)), head+int64(len(ids))).Error; err != nil {
+			return result{}, err
+		}
 		return result{n: len(ids), head: head + int64(len(ids))}, nil
 	})
 	if errors.Is(err, ErrStampRace) || sqlstore.IsDuplicate(err) {
@@ -102,7 +112,9 @@ type Stamped struct {
 }
 
 // ReadAfter returns the feed's events with seq > after, in seq order, at
-// most limit of them.
+// most limit of them. A position some of whose later events were pruned
+// is a *PrunedError, one beyond the feed's head an *AheadError (see
+// marks.go); 0 reads from the oldest event kept.
 func ReadAfter(ctx context.Context, db *gorm.DB, after int64, limit int) ([]Stamped, error) {
 	return readAfter(ctx, db, "", nil, after, limit)
 }
@@ -139,6 +151,17 @@ func readAfter(ctx context.Context, db *gorm.DB, board string, scope *Scope, aft
 		FROM audit_events WHERE `+where+` ORDER BY seq LIMIT ?`, append(args, limit)...).Scan(&rows).Error; err != nil {
 		return nil, sqlstore.Translate(err)
 	}
+	// The marks are read after the rows: a prune that deleted any of them
+	// had committed its mark before the rows were read.
+	m, err := readMarks(db.WithContext(ctx), false)
+	if err != nil {
+		return nil, err
+	}
+	if after > 0 { // 0 reads from the oldest event kept
+		if err := checkAfter(after, m); err != nil {
+			return nil, err
+		}
+	}
 	out := make([]Stamped, len(rows))
 	for i, r := range rows {
 		out[i] = Stamped{Seq: r.Seq, Event: Event{ID: r.ID, At: time.UnixMilli(r.AtMs).UTC(), Actor: r.Actor,
@@ -148,16 +171,11 @@ func readAfter(ctx context.Context, db *gorm.DB, board string, scope *Scope, aft
 	return out, nil
 }
 
-// Head is the highest seq stamped (0 when none is).
+// Head is the highest seq ever stamped (0 when none was): it never
+// decreases, whatever retention deletes.
 func Head(ctx context.Context, db *gorm.DB) (int64, error) {
-	var r struct{ Head *int64 }
-	if err := db.WithContext(ctx).Raw(`SELECT MAX(seq) AS head FROM audit_events`).Scan(&r).Error; err != nil {
-		return 0, sqlstore.Translate(err)
-	}
-	if r.Head == nil {
-		return 0, nil
-	}
-	return *r.Head, nil
+	m, err := ReadMarks(ctx, db)
+	return m.Head, err
 }
 
 // OldestAfter is the lowest seq kept whose event was recorded at or after
@@ -176,7 +194,7 @@ func OldestAfter(ctx context.Context, db *gorm.DB, notBefore time.Time) (int64, 
 		return 0, err
 	}
 	if lo.Low == nil {
-		return head + 1, nil
+		return head + 1, nil // every position up to the head was pruned
 	}
 	cut := notBefore.UnixMilli()
 	// atOrAfter: the first kept event at seq >= s, and whether it is new enough.
@@ -207,5 +225,12 @@ func OldestAfter(ctx context.Context, db *gorm.DB, notBefore time.Time) (int64, 
 		}
 	}
 	s, _, err := atOrAfter(low)
-	return s, err
+	if err != nil {
+		return 0, err
+	}
+	m, err := ReadMarks(ctx, db)
+	if err != nil {
+		return 0, err
+	}
+	return max(s, m.PrunedThrough+1), nil
 }

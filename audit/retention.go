@@ -12,6 +12,30 @@ import (
 // pruneBatch bounds one DELETE of Prune, so no statement holds locks long.
 const pruneBatch = 1000
 
+// pruneBatchOf deletes the events of ids (after, last] recorded before
+// before and raises the feed's pruned_through mark to the highest position
+// deleted, in one transaction: a reader that reads the mark after its rows
+// knows whether any row after its position went.
+func pruneBatchOf(ctx context.Context, db *gorm.DB, after, last, before int64) (int64, error) {
+	return sqlstore.Transact(sqlstore.WithoutCommitHooks(ctx), db, func(tx *gorm.DB) (int64, error) {
+		var r struct{ High *int64 }
+		if err := tx.Raw(`SELECT MAX(seq) AS high FROM audit_events WHERE id > ? AND id <= ? AND at_ms < ?`, after, last, before).
+			Scan(&r).Error; err != nil {
+			return 0, err
+		}
+		if r.High != nil {
+			if _, err := readMarks(tx, true); err != nil {
+				return 0, err
+			}
+			if err := tx.Exec(`UPDATE audit_feed SET pruned_through = ? WHERE id = 1 AND pruned_through < ?`, *r.High, *r.High).Error; err != nil {
+				return 0, err
+			}
+		}
+		res := tx.Exec(`DELETE FROM audit_events WHERE id > ? AND id <= ? AND at_ms < ?`, after, last, before)
+		return res.RowsAffected, res.Error
+	})
+}
+
 // Prune deletes the events recorded before cutoff and returns how many.
 // It walks the table by id (the primary key) in batches of pruneBatch rows,
 // each deleted by its own statement, and stops at the first batch with
@@ -43,11 +67,11 @@ func Prune(ctx context.Context, db *gorm.DB, cutoff time.Time) (int64, error) {
 			return total, nil
 		}
 		last := rows[len(rows)-1].ID
-		res := db.Exec(`DELETE FROM audit_events WHERE id > ? AND id <= ? AND at_ms < ?`, after, last, before)
-		if res.Error != nil {
-			return total, sqlstore.Translate(res.Error)
+		n, err := pruneBatchOf(ctx, db, after, last, before)
+		if err != nil {
+			return total, err
 		}
-		total += res.RowsAffected
+		total += n
 		if len(rows) < pruneBatch {
 			return total, nil
 		}

@@ -41,6 +41,7 @@ type FeedMetrics struct {
 	head        prometheus.Gauge
 	lag         prometheus.Histogram
 	gaps        prometheus.Counter
+	behind      prometheus.Counter
 	Subscribers prometheus.Gauge // open streams and waits on this instance (the api counts them)
 }
 
@@ -59,11 +60,13 @@ func NewFeedMetrics(reg prometheus.Registerer) *FeedMetrics {
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
 		gaps: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "promptd_feed_gaps_total", Help: "Reads that found a hole in the feed's positions (should stay 0)."}),
+		behind: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promptd_feed_store_behind_total", Help: "Reads that found the store's feed head below a position already read (the store went back: should stay 0)."}),
 		Subscribers: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "promptd_feed_subscribers", Help: "Open event streams and long-polls on this instance."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.stamped, m.stampRaces, m.head, m.lag, m.gaps, m.Subscribers)
+		reg.MustRegister(m.stamped, m.stampRaces, m.head, m.lag, m.gaps, m.behind, m.Subscribers)
 	}
 	return m
 }
@@ -330,8 +333,24 @@ func (f *Feed) ReadNew(ctx context.Context) (more bool, err error) {
 	head := f.head
 	f.mu.Unlock()
 	evs, err := audit.ReadAfter(ctx, f.o.DB, head, readPage)
-	if err != nil || len(evs) == 0 {
-		return false, err
+	var pruned *audit.PrunedError
+	switch {
+	case errors.As(err, &pruned):
+		// This instance fell behind the retention (stopped for longer):
+		// the events in between are gone; the ring restarts after them.
+		f.o.Metrics.gap()
+		f.o.Logger.Error("feed: events this instance had not read yet were pruned; it goes on after them",
+			"after", head, "pruned_through", pruned.Through)
+		f.mu.Lock()
+		if f.head == head {
+			f.ring, f.bytes, f.head, f.first = nil, 0, pruned.Through, pruned.Through+1
+		}
+		f.mu.Unlock()
+		return true, nil
+	case err != nil:
+		return false, f.alarm(head, err)
+	case len(evs) == 0:
+		return false, nil
 	}
 	now := time.Now()
 	f.mu.Lock()
@@ -343,9 +362,7 @@ func (f *Feed) ReadNew(ctx context.Context) (more bool, err error) {
 		if ev.Seq != f.head+1 {
 			// Impossible by audit.Stamp's argument; counted so tests and
 			// operators see it, and the ring restarts at the new position.
-			if f.o.Metrics != nil {
-				f.o.Metrics.gaps.Inc()
-			}
+			f.o.Metrics.gap()
 			f.o.Logger.Error("feed: a hole in the feed's positions", "after", f.head, "next", ev.Seq)
 			f.ring, f.bytes, f.first = nil, 0, ev.Seq
 		}
@@ -370,6 +387,56 @@ func (f *Feed) ReadNew(ctx context.Context) (more bool, err error) {
 	}
 	f.broadcastLocked()
 	return len(evs) == readPage, nil
+}
+
+func (m *FeedMetrics) gap() {
+	if m != nil {
+		m.gaps.Inc()
+	}
+}
+
+// alarm reports a read after position after that found the store's head
+// below it: after was read from the store before, so the store went back
+// (restored from an older backup). It returns err.
+func (f *Feed) alarm(after int64, err error) error {
+	var ahead *audit.AheadError
+	if errors.As(err, &ahead) && after <= f.Head() {
+		if f.o.Metrics != nil {
+			f.o.Metrics.behind.Inc()
+		}
+		f.o.Logger.Error("feed: the store's head is below a position this instance has read; the store went back",
+			"read", after, "store_head", ahead.Head)
+	}
+	return err
+}
+
+// storeErr maps a store read's error: pruned events are a
+// *CursorExpiredError (resume after the highest pruned), a position
+// beyond the store's head an *audit.AheadError (an alarm when this
+// instance had read it).
+func (f *Feed) storeErr(after int64, err error) error {
+	var pruned *audit.PrunedError
+	if errors.As(err, &pruned) {
+		return &CursorExpiredError{Oldest: pruned.Through}
+	}
+	return f.alarm(after, err)
+}
+
+// CheckPosition is nil when a reader may resume after position after:
+// not beyond the feed's head (an *audit.AheadError, checked against the
+// store when after is beyond this instance's head).
+func (f *Feed) CheckPosition(ctx context.Context, after int64) error {
+	if after <= f.Head() {
+		return nil
+	}
+	m, err := audit.ReadMarks(ctx, f.o.DB)
+	if err != nil {
+		return err
+	}
+	if after > m.Head {
+		return f.alarm(after, &audit.AheadError{After: after, Head: m.Head})
+	}
+	return nil
 }
 
 func (f *Feed) broadcastLocked() {
@@ -431,7 +498,7 @@ func (f *Feed) Read(ctx context.Context, after int64, limit int) ([]audit.Stampe
 	}
 	evs, err := audit.ReadAfter(ctx, f.o.DB, after, limit)
 	if err != nil {
-		return nil, after, err
+		return nil, after, f.storeErr(after, err)
 	}
 	if len(evs) == 0 {
 		return nil, max(after, f.Head()), nil
@@ -472,7 +539,7 @@ func (f *Feed) ReadBoard(ctx context.Context, board string, after int64, limit i
 	head := f.Head()
 	evs, err := audit.ReadBoardAfter(ctx, f.o.DB, board, after, limit)
 	if err != nil {
-		return nil, after, err
+		return nil, after, f.storeErr(after, err)
 	}
 	if len(evs) == limit {
 		return evs, evs[len(evs)-1].Seq, nil

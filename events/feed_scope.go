@@ -43,7 +43,7 @@ func (f *Feed) ReadScoped(ctx context.Context, scope audit.Scope, board string, 
 	head := f.Head()
 	evs, err := audit.ReadScopedAfter(ctx, f.o.DB, scope, board, after, limit)
 	if err != nil {
-		return nil, after, err
+		return nil, after, f.storeErr(after, err)
 	}
 	if len(evs) == limit {
 		return evs, evs[len(evs)-1].Seq, nil

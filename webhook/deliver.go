@@ -231,12 +231,13 @@ func (s *Service) send(ctx context.Context, t target, d deliveryRow, body []byte
 	if err != nil {
 		return 0, 0, classify(err)
 	}
-	_, rerr := io.Copy(io.Discard, io.LimitReader(resp.Body, responseReadLimit)) // read, never stored
+	// The status line is the answer: a 2xx that came in time is a delivery
+	// even when its body then trickles in past the timeout (counting it as
+	// a timeout would deliver it again). The body is read only to reuse
+	// the connection, and never stored.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, responseReadLimit))
 	_ = resp.Body.Close()
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		if rerr != nil && errors.Is(rerr, context.DeadlineExceeded) {
-			return resp.StatusCode, 0, "timeout"
-		}
 		return resp.StatusCode, 0, ""
 	}
 	return resp.StatusCode, retryAfter(resp.Header.Get("Retry-After"), s.o.Now()), "http_" + strconv.Itoa(resp.StatusCode)

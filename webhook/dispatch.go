@@ -113,7 +113,30 @@ func (s *Service) DispatchOnce(ctx context.Context) (int, int64, error) {
 		return 0, 0, err
 	}
 	evs, err := audit.ReadAfter(ctx, s.o.DB, cursor, dispatchBatch)
-	if err != nil || len(evs) == 0 {
+	var (
+		pruned *audit.PrunedError
+		ahead  *audit.AheadError
+	)
+	switch {
+	case errors.As(err, &pruned):
+		// The dispatcher was stopped for longer than the audit retention:
+		// the events in between are gone and cannot be delivered. Say so
+		// loudly and go on after them.
+		s.o.Logger.Error("webhook: events after the dispatcher's cursor were pruned before they were delivered; it goes on after them",
+			"cursor", cursor, "pruned_through", pruned.Through)
+		res := db.Exec(`UPDATE webhook_cursor SET seq = ? WHERE name = ? AND seq = ?`, pruned.Through, cursorName, cursor)
+		if res.Error != nil {
+			return 0, cursor, sqlstore.Translate(res.Error)
+		}
+		return 0, cursor, errCursorMoved
+	case errors.As(err, &ahead):
+		// The store's head is below the cursor: the store went back. The
+		// dispatcher waits (and says so) rather than deliver positions
+		// twice or skip them.
+		s.o.Logger.Error("webhook: the feed's head is below the dispatcher's cursor; the store went back, the dispatcher waits",
+			"cursor", cursor, "store_head", ahead.Head)
+		return 0, cursor, err
+	case err != nil || len(evs) == 0:
 		return 0, cursor, err
 	}
 	var hooks []struct {

@@ -62,8 +62,10 @@ func (g Guard) resolver() Resolver {
 var refusedV4 = prefixes("0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
 	"172.16.0.0/12", "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4")
 
-// refusedV6 are the IPv6 ranges refused whatever they embed.
-var refusedV6 = prefixes("::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8")
+// refusedV6 are the IPv6 ranges refused whatever they embed; 64:ff9b:1::/48
+// is the local-use NAT64 prefix (RFC 8215), which only ever leads into a
+// site's own IPv4 networks.
+var refusedV6 = prefixes("::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8", "64:ff9b:1::/48")
 
 func prefixes(ss ...string) []netip.Prefix {
 	out := make([]netip.Prefix, len(ss))
@@ -77,12 +79,16 @@ var (
 	nat64   = netip.MustParsePrefix("64:ff9b::/96")
 	sixTo4  = netip.MustParsePrefix("2002::/16")
 	compat4 = netip.MustParsePrefix("::/96") // IPv4-compatible (deprecated) ::a.b.c.d
+	// IPv4-translated ::ffff:0:a.b.c.d (::ffff:0:0:0/96, RFC 2765 SIIT; the
+	// IPv4-mapped ::ffff:0:0/96 is unmapped above): translators map it
+	// to the IPv4 address it embeds.
+	translated4 = netip.MustParsePrefix("::ffff:0:0:0/96")
 )
 
 // Refused reports whether ip is an address no webhook may reach: one of
 // the refused ranges, or an IPv6 form that embeds a refused IPv4 address
-// (IPv4-mapped ::ffff:a.b.c.d, IPv4-compatible ::a.b.c.d, NAT64
-// 64:ff9b::a.b.c.d, 6to4 2002:aabb:ccdd::).
+// (IPv4-mapped ::ffff:a.b.c.d, IPv4-translated ::ffff:0:a.b.c.d,
+// IPv4-compatible ::a.b.c.d, NAT64 64:ff9b::a.b.c.d, 6to4 2002:aabb:ccdd::).
 func Refused(ip netip.Addr) bool {
 	ip = ip.WithZone("")
 	if !ip.IsValid() {
@@ -106,7 +112,7 @@ func Refused(ip netip.Addr) bool {
 	}
 	b := ip.As16()
 	switch {
-	case nat64.Contains(ip), compat4.Contains(ip):
+	case nat64.Contains(ip), compat4.Contains(ip), translated4.Contains(ip):
 		return Refused(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
 	case sixTo4.Contains(ip):
 		return Refused(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}))

@@ -54,10 +54,13 @@ func TestCheckURL_whenHostIsRefused_isInvalidURLWithReason(t *testing.T) {
 		{plain, "https://[::1]/hook", webhook.ReasonAddress},
 		{plain, "https://[::ffff:127.0.0.1]/hook", webhook.ReasonAddress},
 		{plain, "https://[::ffff:169.254.169.254]/hook", webhook.ReasonAddress},
-		{plain, "https://[64:ff9b::a00:1]/hook", webhook.ReasonAddress}, // NAT64 of 10.0.0.1
-		{plain, "https://[2002:7f00:1::1]/hook", webhook.ReasonAddress}, // 6to4 of 127.0.0.1
-		{plain, "https://[fe80::1%25eth0]/hook", webhook.ReasonAddress}, // link-local with a zone
-		{plain, "https://[fd00::1]/hook", webhook.ReasonAddress},        // unique local
+		{plain, "https://[64:ff9b::a00:1]/hook", webhook.ReasonAddress},       // NAT64 of 10.0.0.1
+		{plain, "https://[2002:7f00:1::1]/hook", webhook.ReasonAddress},       // 6to4 of 127.0.0.1
+		{plain, "https://[::ffff:0:7f00:1]/hook", webhook.ReasonAddress},      // IPv4-translated 127.0.0.1
+		{plain, "https://[::ffff:0:a9fe:a9fe]/hook", webhook.ReasonAddress},   // IPv4-translated 169.254.169.254
+		{plain, "https://[64:ff9b:1::5db8:d822]/hook", webhook.ReasonAddress}, // local-use NAT64
+		{plain, "https://[fe80::1%25eth0]/hook", webhook.ReasonAddress},       // link-local with a zone
+		{plain, "https://[fd00::1]/hook", webhook.ReasonAddress},              // unique local
 		{plain, "https://0.0.0.0/hook", webhook.ReasonAddress},
 		{plain, "https://internal.example/hook", webhook.ReasonAddress}, // resolves to 10.0.0.1
 		{plain, "https://user:pw@example.com/hook", webhook.ReasonUserinfo},
@@ -69,6 +72,9 @@ func TestCheckURL_whenHostIsRefused_isInvalidURLWithReason(t *testing.T) {
 		if got := reasonOf(err); got != tc.reason {
 			t.Errorf("CheckURL(%.60q) = %v, want reason %s", tc.url, err, tc.reason)
 		}
+	}
+	if webhook.Refused(netip.MustParseAddr("::ffff:0:5db8:d822")) || webhook.Refused(netip.MustParseAddr("64:ff9b::5db8:d822")) {
+		t.Error("a translated or NAT64 form of a public IPv4 address is refused")
 	}
 	public := webhook.Guard{Resolver: always("93.184.216.34")}
 	if _, err := public.CheckURL(ctx, "https://hooks.example.com/x"); err != nil {

@@ -327,3 +327,42 @@ func TestRotateSecret_signsWithBothSecretsForTheOverlap(t *testing.T) {
 		}
 	}
 }
+
+// A receiver that answers 2xx in time but then sends its body slowly (past
+// the attempt's timeout) has the event: it is delivered once, not counted
+// as a timeout and sent again.
+func TestDelivery_whenReceiverAnswers2xxInTimeButSendsItsBodySlowly_isDeliveredOnce(t *testing.T) {
+	db := testenv.OpenDB(t, sqliteCfg(t), promptd.Migrations())
+	var calls atomic.Int32
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		for range 6 { // 600 ms of body, past the 200 ms timeout
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			_, _ = w.Write([]byte("."))
+			w.(http.Flusher).Flush()
+		}
+	}))
+	defer slow.Close()
+	rt := runtime(t, db, func(o *webhook.Options) { o.Timeout = 200 * time.Millisecond })
+	ctx := context.Background()
+	w, err := rt.Webhooks.Create(ctx, webhook.CreateInput{URL: slow.URL, Actions: []string{"version.*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emit(t, db, "version.created", "a", 1)
+	var ds []webhook.Delivery
+	waitFor(t, 10*time.Second, "the delivery recorded", func() bool {
+		ds, _, err = rt.Webhooks.Deliveries(ctx, w.ID, 0, 10)
+		return err == nil && len(ds) == 1 && ds[0].State != webhook.Pending
+	})
+	time.Sleep(500 * time.Millisecond) // a retry would come within the fast schedule
+	if ds[0].State != webhook.Delivered || ds[0].Attempts != 1 || ds[0].LastError != "" || calls.Load() != 1 {
+		t.Fatalf("delivery %+v after %d calls; want delivered on the first", ds[0], calls.Load())
+	}
+}

@@ -223,6 +223,12 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		DiffCacheBytes:          e.bytes("PROMPTD_DIFF_CACHE_BYTES", 16<<20),
 	}
 	c.EventRetention = e.duration("PROMPTD_EVENT_RETENTION", 168*time.Hour)
+	if c.AuditRetention < c.EventRetention {
+		// The feed's events are audit rows: pruning them earlier than a
+		// reader may resume would make resumable positions lose events.
+		e.check("PROMPTD_AUDIT_RETENTION", fmt.Errorf("%s is shorter than PROMPTD_EVENT_RETENTION (%s): the change feed's events are audit events, kept at least as long as a reader may resume",
+			c.AuditRetention, c.EventRetention))
+	}
 	c.GuardEvery = e.duration("PROMPTD_GUARD_EVERY", 10*time.Second)
 	c.StreamsPerToken = int(e.count("PROMPTD_STREAMS_PER_TOKEN", api.DefaultStreamsPerToken))
 	c.ReadHeaderTimeout = e.duration("PROMPTD_READ_HEADER_TIMEOUT", api.DefaultReadHeaderTimeout)

@@ -105,6 +105,8 @@ func TestLoadConfig_invalid(t *testing.T) {
 		want string // in the error
 	}{
 		{"bad duration", map[string]string{"PROMPTD_REDIS_TIMEOUT": "100"}, "PROMPTD_REDIS_TIMEOUT: invalid duration"},
+		{"audit retention shorter than the feed's", map[string]string{"PROMPTD_AUDIT_RETENTION": "24h", "PROMPTD_EVENT_RETENTION": "48h"},
+			"PROMPTD_AUDIT_RETENTION: 24h0m0s is shorter than PROMPTD_EVENT_RETENTION"},
 		{"negative duration", map[string]string{"PROMPTD_SESSION_IDLE_TTL": "-1h"}, "PROMPTD_SESSION_IDLE_TTL: duration \"-1h\" must be positive"},
 		{"bad reconcile", map[string]string{"PROMPTD_RECONCILE_EVERY": "soon"}, "PROMPTD_RECONCILE_EVERY"},
 		{"bad bool", map[string]string{"PROMPTD_SINGLE_INSTANCE": "yes please"}, "PROMPTD_SINGLE_INSTANCE: invalid boolean"},

@@ -158,6 +158,7 @@ export const release: S["Release"] = {
   created_at: "2026-11-29T19:51:35.123Z",
   updated_at: "2026-11-29T19:51:35.123Z",
   history: [{ revision: 1, action: "create", from: "", to: "running", percent: 10, actor: "ops", at: "2026-11-29T19:51:35.123Z" }],
+  paused_by_guard: false,
 };
 
 export const patchRelease: JSONBody<paths["/v1/releases/{id}"]["patch"]["requestBody"]> = { percent: 12.5, expected_revision: 1 };

@@ -1,0 +1,70 @@
+package events_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/events"
+	"github.com/promptd/promptd/internal/testenv"
+)
+
+func appendEvents(t *testing.T, db *gorm.DB, at time.Time, n int) {
+	t.Helper()
+	l := audit.Log{Instance: "w", Now: func() time.Time { return at }}
+	for range n {
+		if err := db.Transaction(func(tx *gorm.DB) error {
+			return l.Append(context.Background(), tx, audit.Event{Action: "test.event", Resource: "r"}, map[string]any{})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		n, _, err := audit.Stamp(context.Background(), db, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+	}
+}
+
+// A reader resuming into events that a prune has just deleted is told so
+// (CursorExpiredError, resume after the highest pruned position), whatever
+// the feed's cached oldest position says: it used to be checked against
+// that cache, apart from the read, and got the events left, the pruned
+// ones skipped in silence. A position beyond the head is refused.
+func TestFeed_resumingIntoJustPrunedEvents_isCursorExpired_notSkipped(t *testing.T) {
+	testenv.ForEachDialect(t, audit.Migrations(), func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		feed := events.NewFeed(events.FeedOptions{DB: db, Retention: 1000 * time.Hour})
+		appendEvents(t, db, time.Now().Add(-48*time.Hour), 5)
+		appendEvents(t, db, time.Now(), 3)
+		if oldest, err := feed.Oldest(ctx); err != nil || oldest != 0 {
+			t.Fatalf("Oldest = %d, %v", oldest, err) // cached from here on
+		}
+		if n, err := audit.Prune(ctx, db, time.Now().Add(-time.Hour)); n != 5 || err != nil {
+			t.Fatalf("Prune = %d, %v", n, err)
+		}
+		evs, _, err := feed.Read(ctx, 2, 10)
+		var expired *events.CursorExpiredError
+		if !errors.As(err, &expired) || expired.Oldest != 5 {
+			t.Fatalf("Read(2) after 1..5 were pruned = %d events, %v; want CursorExpiredError resuming from 5", len(evs), err)
+		}
+		if evs, _, err := feed.Read(ctx, 5, 10); err != nil || len(evs) != 3 || evs[0].Seq != 6 {
+			t.Fatalf("Read(5) = %v, %v; want 6..8", evs, err)
+		}
+		var ahead *audit.AheadError
+		if err := feed.CheckPosition(ctx, 9); !errors.As(err, &ahead) || ahead.Head != 8 {
+			t.Fatalf("CheckPosition(9) with head 8 = %v", err)
+		}
+		if err := feed.CheckPosition(ctx, 8); err != nil {
+			t.Fatalf("CheckPosition(head) = %v", err)
+		}
+	})
+}
