@@ -127,7 +127,7 @@ type feedQuery struct {
 	filter events.Filter
 	since  int64
 	field  string // where since came from: since, or Last-Event-ID
-	fresh  bool // since omitted: new events only
+	fresh  bool   // since omitted: new events only
 	limit  int
 	wait   time.Duration
 	role   string
