@@ -36,6 +36,7 @@ require (
 	google.golang.org/protobuf v1.36.12
 	gorm.io/driver/mysql v1.6.0
 	gorm.io/gorm v1.31.2
+	gorm.io/plugin/dbresolver v1.6.2
 	modernc.org/sqlite v1.23.1
 )
 

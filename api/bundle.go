@@ -1,8 +1,6 @@
 package api
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 	"strings"
 
@@ -19,8 +17,10 @@ const DefaultBundleMaxBytes = 32 << 20
 // Everything an SDK needs to resolve locally, read in one snapshot with
 // the feed position it reflects (release.Service.Bundle). Without agents
 // or envs: all of them; names that do not exist are absent. The ETag
-// hashes the body, If-None-Match gives 304; Vary: Authorization, since
-// what a token sees will depend on its scope.
+// digests the bundle's content (its configs by their content hashes) and
+// is known before any config is read: If-None-Match that matches is a 304
+// that read the small rows only. Vary: Authorization, since what a token
+// sees depends on its scope.
 func (s *Server) handleBundle(c echo.Context) error {
 	rs, err := s.releases()
 	if err != nil {
@@ -48,25 +48,28 @@ func (s *Server) handleBundle(c echo.Context) error {
 		}
 		q.Visible = func(agent, env string) bool { return visible(t, agent, env, "") }
 	}
+	inm := c.Request().Header.Get("If-None-Match")
+	if inm != "" {
+		q.IfNoneMatch = func(etag string) bool { return etagMatches(inm, etag) }
+	}
 	b, err := rs.Bundle(c.Request().Context(), q)
 	if err != nil {
 		return err
+	}
+	h := c.Response().Header()
+	h.Set("ETag", b.ETag)
+	h.Set(echo.HeaderVary, echo.HeaderAuthorization)
+	h.Set(echo.HeaderCacheControl, "private, no-cache")
+	if b.NotModified {
+		return notModified(c) // decided before any config was read
 	}
 	body, err := encodeJSON(b)
 	if err != nil {
 		return err
 	}
 	if int64(len(body)) > s.cfg.BundleMaxBytes {
+		h.Del("ETag")
 		return &release.BundleTooLarge{Limit: s.cfg.BundleMaxBytes}
-	}
-	sum := sha256.Sum256(body)
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-	h := c.Response().Header()
-	h.Set("ETag", etag)
-	h.Set(echo.HeaderVary, echo.HeaderAuthorization)
-	h.Set(echo.HeaderCacheControl, "private, no-cache")
-	if etagMatches(c.Request().Header.Get("If-None-Match"), etag) {
-		return notModified(c)
 	}
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
 }

@@ -89,6 +89,7 @@ var statuses = map[string]int{
 	"precondition_required":    428,
 	"cursor_expired":           410,
 	"quota_exceeded":           429,
+	"overloaded":               503,
 	"board_not_found":          404,
 	"record_not_found":         404,
 	"claim_expired":            409,

@@ -33,25 +33,27 @@ func (s *Server) routes() {
 	runtime, admin := []echo.MiddlewareFunc{s.require(RoleRuntime), s.domain}, []echo.MiddlewareFunc{s.require(RoleAdmin), s.domain}
 	idempotentAdmin := append(admin[:len(admin):len(admin)], s.idempotent)
 	idempotentRuntime := append(runtime[:len(runtime):len(runtime)], s.idempotent)
+	// heavy routes build or stream large answers: bounded per token and per instance (heavy.go).
+	heavyRuntime, heavyAdmin := append(runtime[:len(runtime):len(runtime)], s.heavy), append(admin[:len(admin):len(admin)], s.heavy)
 	v1 := composed{g: s.e.Group("/v1"), s: s, prefix: "/v1"}
 
 	// Prompt versions.
 	v1.GET("/agents", s.handleListAgents, runtime...)
 	v1.POST("/agents/:agent/versions", s.handleCreateVersion, idempotentAdmin...)
-	v1.GET("/agents/:agent/versions", s.handleListVersions, runtime...)
+	v1.GET("/agents/:agent/versions", s.handleListVersions, heavyRuntime...)
 	v1.GET("/agents/:agent/versions/:version", s.handleGetVersion, runtime...)
-	v1.GET("/agents/:agent/versions/:a/diff/:b", s.handleDiff, runtime...)
+	v1.GET("/agents/:agent/versions/:a/diff/:b", s.handleDiff, heavyRuntime...)
 
 	// Env pointers and revocations.
 	v1.GET("/agents/:agent/envs/:env", s.handleGetEnv, runtime...)
-	v1.GET("/agents/:agent/envs/:env/history", s.handleEnvHistory, runtime...)
+	v1.GET("/agents/:agent/envs/:env/history", s.handleEnvHistory, heavyRuntime...)
 	v1.PUT("/agents/:agent/envs/:env", s.handlePutEnv, admin...)
 	v1.POST("/agents/:agent/envs/:env/revocations", s.handleRevoke, admin...)
 	v1.DELETE("/agents/:agent/envs/:env/revocations/:version", s.handleLiftRevocation, admin...)
 
 	// Runtime path.
 	v1.GET("/agents/:agent/envs/:env/prompt", s.handlePrompt, runtime...)
-	v1.POST("/agents/:agent/envs/:env/assemble", s.handleAssemble, runtime...)
+	v1.POST("/agents/:agent/envs/:env/assemble", s.handleAssemble, heavyRuntime...)
 
 	// Releases.
 	v1.POST("/agents/:agent/envs/:env/releases", s.handleCreateRelease, idempotentAdmin...)
@@ -65,7 +67,7 @@ func (s *Server) routes() {
 	v1.POST("/agents/:agent/envs/:env/rollback", s.handleEnvRollback, admin...)
 
 	// Bundles, exposures and outcomes (bundle.go, exposures.go).
-	v1.GET("/bundle", s.handleBundle, runtime...)
+	v1.GET("/bundle", s.handleBundle, heavyRuntime...)
 	v1.POST("/exposures", s.handleRecordExposures, idempotentRuntime...)
 	v1.GET("/agents/:agent/envs/:env/exposures", s.handleListExposures, runtime...)
 	v1.POST("/outcomes", s.handleRecordOutcomes, idempotentRuntime...)
@@ -73,7 +75,7 @@ func (s *Server) routes() {
 	// Sessions and their leases (lease routes take no Idempotency-Key).
 	v1.POST("/sessions", s.handleCreateSession, idempotentRuntime...)
 	v1.GET("/sessions", s.handleListSessions, runtime...) // lists.go
-	v1.GET("/sessions/:id", s.handleGetSession, runtime...)
+	v1.GET("/sessions/:id", s.handleGetSession, heavyRuntime...)
 	v1.POST("/sessions/:id/turns", s.handleAppendTurns, idempotentRuntime...)
 	v1.PUT("/sessions/:id/state/:key", s.handlePutState, idempotentRuntime...)
 	v1.GET("/sessions/:id/state", s.handleGetState, runtime...)
@@ -92,7 +94,7 @@ func (s *Server) routes() {
 	v1.PUT("/boards/:board", s.handlePutBoard, admin...)
 	v1.GET("/boards/:board", s.handleGetBoard, runtime...)
 	v1.POST("/boards/:board/records", s.handleCreateRecord, idempotentRuntime...)
-	v1.GET("/boards/:board/records", s.handleListRecords, runtime...)
+	v1.GET("/boards/:board/records", s.handleListRecords, heavyRuntime...)
 	v1.GET("/boards/:board/records/:id", s.handleGetRecord, runtime...)
 	v1.PATCH("/boards/:board/records/:id", s.handlePatchRecord, runtime...)
 	v1.POST("/boards/:board/claim", s.handleClaimNext, idempotentRuntime...)
@@ -102,7 +104,7 @@ func (s *Server) routes() {
 
 	// Batch import and audit.
 	v1.POST("/import", s.handleImport, idempotentAdmin...)
-	v1.GET("/audit", s.handleAudit, admin...)
+	v1.GET("/audit", s.handleAudit, heavyAdmin...)
 
 	// The change feed: every committed change, in commit order.
 	v1.GET("/events", s.handleEvents, runtime...)

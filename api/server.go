@@ -92,6 +92,12 @@ type Config struct {
 	// StreamsPerToken caps the open event streams and waits per token on
 	// this instance; zero means DefaultStreamsPerToken.
 	StreamsPerToken int
+	// HeavyPerToken caps the heavy requests (bundle, assemble, history,
+	// version and record lists, diff, audit) of one token in flight on
+	// this instance (past it 429 quota_exceeded, Retry-After); HeavyMax
+	// all of them (past it a request waits up to 2 s, then 503
+	// overloaded). Zero means DefaultHeavyPerToken, DefaultHeavyMax.
+	HeavyPerToken, HeavyMax int
 	// AuthFailuresPerMinute is how many failed authentications a client
 	// address may make per minute on this instance (in a burst of as
 	// many) before its unknown tokens are refused with 429 quota_exceeded
@@ -214,10 +220,11 @@ type Server struct {
 	authLimit *authLimiter
 	// streams counts open event streams per token; closing ends them at
 	// Shutdown.
-	streams  *streamSlots
-	frames   frameCache
-	closing  context.Context
-	closeAll context.CancelFunc
+	streams   *streamSlots
+	heavyGate *heavyGate
+	frames    frameCache
+	closing   context.Context
+	closeAll  context.CancelFunc
 }
 
 // New returns a server with every route registered.
@@ -284,7 +291,8 @@ func New(cfg Config) *Server {
 		limits: map[string]int64{"/v1/import": cfg.ImportMaxBytes}, answers: newAnswerCache(answerCacheBytes),
 		secretHashes: hashSecrets(cfg.Tokens), bootstrap: bootstrapTokens(cfg.Tokens),
 		console: loadConsole(cfg.Console), authLimit: newAuthLimiter(cfg.AuthFailuresPerMinute, e.IPExtractor, metrics.authFailures),
-		streams: &streamSlots{open: map[string]int{}, limit: cmp.Or(cfg.StreamsPerToken, DefaultStreamsPerToken)}}
+		streams:   &streamSlots{open: map[string]int{}, limit: cmp.Or(cfg.StreamsPerToken, DefaultStreamsPerToken)},
+		heavyGate: newHeavyGate(cmp.Or(cfg.HeavyPerToken, DefaultHeavyPerToken), cmp.Or(cfg.HeavyMax, DefaultHeavyMax))}
 	s.closing, s.closeAll = context.WithCancel(context.Background())
 	e.HTTPErrorHandler = s.handleError
 	if telemetry.Enabled() { // off: not even the middleware's call

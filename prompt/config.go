@@ -41,13 +41,16 @@ type Variable struct {
 	Description string  `json:"description,omitempty"`
 }
 
-// Limits on a config, beyond the 1 MiB request body.
+// Limits on a config. MaxConfigBytes bounds its canonical JSON however it
+// arrives (one version's request body is 1 MiB anyway; an import's may be
+// far larger, and its configs are bound all the same).
 const (
-	MaxTools     = 128
-	MaxSkills    = 128
-	MaxMemory    = 1024
-	MaxVariables = 256
-	MaxMessages  = 100
+	MaxConfigBytes = 1 << 20
+	MaxTools       = 128
+	MaxSkills      = 128
+	MaxMemory      = 1024
+	MaxVariables   = 256
+	MaxMessages    = 100
 )
 
 // ReservedModelKeys may not appear inside model: the OpenAI shape puts
@@ -82,9 +85,15 @@ func parse(raw []byte) (*Config, []byte, error) {
 	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		return nil, nil, invalid(CodeInvalidConfig, "config", "config is required")
 	}
+	if len(raw) > 4*MaxConfigBytes { // refused before canonicalizing (insignificant space aside)
+		return nil, nil, invalid(CodeInvalidConfig, "config", "config is larger than %d bytes", MaxConfigBytes)
+	}
 	canon, err := canonjson.Canonical(raw)
 	if err != nil {
 		return nil, nil, invalid(CodeInvalidConfig, "config", "%v", err)
+	}
+	if len(canon) > MaxConfigBytes {
+		return nil, nil, invalid(CodeInvalidConfig, "config", "config is larger than %d bytes (as canonical JSON)", MaxConfigBytes)
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(canon, &top); err != nil {

@@ -6,18 +6,27 @@ import (
 	"sync"
 )
 
-// snapshotCache is a bounded LRU of immutable snapshots: entries are never
-// invalidated, only evicted.
+// snapshotCache is an LRU of immutable snapshots bounded by count and by
+// the bytes of their configs: entries are never invalidated, only evicted.
 type snapshotCache struct {
-	mu    sync.Mutex
-	max   int
-	ll    *list.List
-	items map[string]*list.Element
+	mu       sync.Mutex
+	max      int
+	maxBytes int
+	bytes    int
+	ll       *list.List
+	items    map[string]*list.Element
 }
 
-func newSnapshotCache(max int) *snapshotCache {
-	return &snapshotCache{max: max, ll: list.New(), items: map[string]*list.Element{}}
+// DefaultSnapshotCacheBytes bounds the configs the snapshot cache holds.
+const DefaultSnapshotCacheBytes = 64 << 20
+
+func newSnapshotCache(max, maxBytes int) *snapshotCache {
+	return &snapshotCache{max: max, maxBytes: maxBytes, ll: list.New(), items: map[string]*list.Element{}}
 }
+
+// snapSize is what a snapshot holds in memory, about: its config twice
+// (raw and parsed).
+func snapSize(s *Snapshot) int { return 2*len(s.Config) + 256 }
 
 func snapKey(agent string, version int) string { return agent + "\x00" + strconv.Itoa(version) }
 
@@ -38,11 +47,16 @@ func (c *snapshotCache) put(s *Snapshot) {
 	if _, ok := c.items[k]; ok {
 		return
 	}
+	if snapSize(s) > c.maxBytes {
+		return // larger than the whole cache: served, not kept
+	}
 	c.items[k] = c.ll.PushFront(s)
-	for c.ll.Len() > c.max {
+	c.bytes += snapSize(s)
+	for c.ll.Len() > c.max || c.bytes > c.maxBytes {
 		old := c.ll.Back()
 		c.ll.Remove(old)
 		o := old.Value.(*Snapshot)
+		c.bytes -= snapSize(o)
 		delete(c.items, snapKey(o.Agent, o.Version.Version))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/internal/testenv"
 	"github.com/promptd/promptd/prompt"
@@ -208,4 +209,48 @@ func diffCount(t *testing.T, reg *prometheus.Registry, result string) float64 {
 		}
 	}
 	return 0
+}
+
+// A page of versions carries at most PageMaxBytes of configs (plus the
+// one that passes it): ten versions of 900 KB each used to come in one
+// answer of 9 MB whatever their size.
+func TestListVersions_largeConfigs_pageEndsPastPageMaxBytes(t *testing.T) {
+	testenv.ForEachDialect(t, migrations(), func(t *testing.T, db *gorm.DB) {
+		s := newStore(t, db, promptstore.Options{})
+		ctx := ctxT(t)
+		for i := range 10 {
+			if _, err := s.CreateVersion(ctx, promptstore.CreateVersionInput{Agent: "big", BaseVersion: i,
+				Config: cfg(fmt.Sprintf("%d %s", i, strings.Repeat("x", 900_000)))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var pages [][]int
+		cursor := ""
+		for {
+			vs, next, err := s.ListVersions(ctx, "big", promptstore.Page{Limit: 100, Cursor: cursor})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var page []int
+			size := 0
+			for _, v := range vs {
+				page, size = append(page, v.Version), size+len(v.Config)
+			}
+			if size > promptstore.PageMaxBytes+1_000_000 {
+				t.Fatalf("a page of %d bytes: %v", size, page)
+			}
+			pages = append(pages, page)
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+		var all []int
+		for _, p := range pages {
+			all = append(all, p...)
+		}
+		if len(pages) < 2 || len(all) != 10 || all[0] != 10 || all[9] != 1 {
+			t.Fatalf("pages %v; want every version once, newest first, over at least 2 pages", pages)
+		}
+	})
 }

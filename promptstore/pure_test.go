@@ -1,6 +1,7 @@
 package promptstore
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -66,5 +67,26 @@ func TestContentHash_sameForReorderedDocuments(t *testing.T) {
 	}
 	if h := ContentHash([]byte("hello")); h != "sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824" {
 		t.Fatalf("hash = %s", h)
+	}
+}
+
+// The snapshot cache is bounded by the bytes of its configs as well as by
+// count: a few large configs used to stay, 4096 of them, whatever their
+// size.
+func TestSnapshotCache_isBoundedByBytes(t *testing.T) {
+	c := newSnapshotCache(4096, 10<<20)
+	big := json.RawMessage(`{"system": "` + strings.Repeat("x", 1<<20) + `"}`)
+	for i := range 20 {
+		c.put(&Snapshot{Version: &Version{Agent: "a", Version: i + 1, Config: big}})
+	}
+	if c.bytes > 10<<20 || c.ll.Len() > 5 {
+		t.Fatalf("cache holds %d snapshots, %d bytes; want at most 10 MiB", c.ll.Len(), c.bytes)
+	}
+	if c.get("a", 20) == nil || c.get("a", 1) != nil {
+		t.Fatal("not least-recently-used: the newest is gone or the oldest stayed")
+	}
+	c.put(&Snapshot{Version: &Version{Agent: "a", Version: 99, Config: json.RawMessage(`{"system": "` + strings.Repeat("y", 6<<20) + `"}`)}})
+	if c.get("a", 99) != nil {
+		t.Fatal("a snapshot larger than the whole cache was kept")
 	}
 }

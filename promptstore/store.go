@@ -1,6 +1,7 @@
 package promptstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -40,11 +41,14 @@ type Options struct {
 	// into ErrUnavailable instead of a hung request. Default 5s (imports
 	// get 12 times as long).
 	SQLTimeout time.Duration
-	// SnapshotCacheSize bounds the in-process snapshot cache. Default 4096.
-	SnapshotCacheSize int
-	Metrics           *Metrics
-	Logger            *slog.Logger
-	Now               func() time.Time
+	// SnapshotCacheSize bounds the in-process snapshot cache by count
+	// (default 4096), SnapshotCacheBytes by the bytes of its configs
+	// (default DefaultSnapshotCacheBytes, 64 MiB).
+	SnapshotCacheSize  int
+	SnapshotCacheBytes int
+	Metrics            *Metrics
+	Logger             *slog.Logger
+	Now                func() time.Time
 
 	// Limits bound assembly and diffs (assemble.go); zero fields take
 	// their defaults.
@@ -90,7 +94,7 @@ func New(db *gorm.DB, o Options) *Store {
 		o.Locker = locks.NewMemory(locks.Options{Holder: o.Instance})
 	}
 	s := &Store{db: db, o: o, log: o.Logger, audit: audit.Log{Instance: o.Instance, Now: o.Now},
-		snaps: newSnapshotCache(o.SnapshotCacheSize), ptrs: newPointerCache(), bus: o.Bus, mirror: o.Mirror, redis: o.Health,
+		snaps: newSnapshotCache(o.SnapshotCacheSize, cmp.Or(o.SnapshotCacheBytes, DefaultSnapshotCacheBytes)), ptrs: newPointerCache(), bus: o.Bus, mirror: o.Mirror, redis: o.Health,
 		diffs: newDiffCache(o.Limits.DiffCacheBytes)}
 	if s.bus == nil {
 		s.bus, s.ownBus = events.NewBus(events.Options{Logger: o.Logger}), true

@@ -323,9 +323,7 @@ func (s *Store) ListVersions(ctx context.Context, agent string, p Page) ([]*Vers
 			return nil, "", invalid(CodeInvalidField, "cursor", "bad cursor")
 		}
 	}
-	var rows []versionRow
-	err := s.db.WithContext(ctx).Raw(`SELECT agent, version, config, content_hash, message, created_by, created_at_ms
-		FROM prompt_versions WHERE agent = ? AND version < ? ORDER BY version DESC LIMIT ?`, agent, before, p.Limit+1).Scan(&rows).Error
+	rows, full, err := s.versionPage(ctx, agent, before, p.Limit)
 	if err != nil {
 		return nil, "", storeErr(sqlstore.Translate(err))
 	}
@@ -335,8 +333,7 @@ func (s *Store) ListVersions(ctx context.Context, agent string, p Page) ([]*Vers
 		}
 	}
 	next := ""
-	if len(rows) > p.Limit {
-		rows = rows[:p.Limit]
+	if full {
 		next = fmt.Sprint(rows[len(rows)-1].Version)
 	}
 	out := make([]*Version, len(rows))
@@ -344,6 +341,38 @@ func (s *Store) ListVersions(ctx context.Context, agent string, p Page) ([]*Vers
 		out[i] = r.version()
 	}
 	return out, next, nil
+}
+
+// PageMaxBytes bounds the configs one page of versions carries: a page
+// ends after the version that passes it (at least one version a page),
+// with its cursor, whatever its limit asked for.
+const PageMaxBytes = 4 << 20
+
+// versionPage reads up to limit versions of agent below before, newest
+// first, streaming the rows and stopping once their configs pass
+// PageMaxBytes; full reports that more may follow.
+func (s *Store) versionPage(ctx context.Context, agent string, before, limit int) ([]versionRow, bool, error) {
+	rs, err := s.db.WithContext(ctx).Raw(`SELECT agent, version, config, content_hash, message, created_by, created_at_ms
+		FROM prompt_versions WHERE agent = ? AND version < ? ORDER BY version DESC LIMIT ?`, agent, before, limit+1).Rows()
+	if err != nil {
+		return nil, false, err
+	}
+	defer rs.Close()
+	var (
+		rows  []versionRow
+		bytes int
+	)
+	for rs.Next() {
+		if len(rows) == limit || bytes > PageMaxBytes {
+			return rows, true, nil
+		}
+		var r versionRow
+		if err := rs.Scan(&r.Agent, &r.Version, &r.Config, &r.ContentHash, &r.Message, &r.CreatedBy, &r.CreatedAtMs); err != nil {
+			return nil, false, err
+		}
+		rows, bytes = append(rows, r), bytes+len(r.Config)+len(r.Message)
+	}
+	return rows, false, rs.Err()
 }
 
 // Agent is an agent's summary.

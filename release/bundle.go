@@ -2,7 +2,9 @@ package release
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -22,6 +24,13 @@ import (
 type Bundle struct {
 	Cursor string                  `json:"cursor"`
 	Agents map[string]*BundleAgent `json:"agents"`
+	// ETag names this bundle's content (a digest of everything in it but
+	// the configs, which the content hashes stand for), computed before
+	// any config is read.
+	ETag string `json:"-"`
+	// NotModified: the query's IfNoneMatch matched ETag, and no config was
+	// read (Versions hold their content hashes only).
+	NotModified bool `json:"-"`
 }
 
 // BundleAgent is one agent of a bundle. Versions are keyed by number
@@ -71,6 +80,11 @@ type BundleQuery struct {
 	// is left out (env "" asks about the agent as a whole). The access
 	// package's scopes plug in here; nil shows everything.
 	Visible func(agent, env string) bool
+	// IfNoneMatch, when set, is asked with the bundle's ETag before any
+	// config is read: true (the client has this bundle) answers
+	// NotModified without reading them, so a conditional request costs
+	// the small rows only.
+	IfNoneMatch func(etag string) bool
 }
 
 // MaxBundleNames is how many agents or envs a bundle query may name.
@@ -216,12 +230,27 @@ func readBundle(ctx context.Context, tx *gorm.DB, q BundleQuery) (*Bundle, error
 				CandidateVersion: r.CandidateVersion, BasisPoints: r.BasisPoints, Stickiness: r.Stickiness, Overrides: r.Overrides}
 		}
 	}
-	return b, readBundleVersions(tx, b, q.MaxConfigBytes)
+	pairs, err := readBundleHashes(tx, b)
+	if err != nil {
+		return nil, err
+	}
+	digest, err := json.Marshal(b) // configs not read yet: their hashes stand for them
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(digest)
+	b.ETag = `"` + hex.EncodeToString(sum[:16]) + `"`
+	if q.IfNoneMatch != nil && q.IfNoneMatch(b.ETag) {
+		b.NotModified = true
+		return b, nil
+	}
+	return b, readBundleConfigs(tx, b, pairs, q.MaxConfigBytes)
 }
 
-// readBundleVersions reads, in one query, the configs of every version a
-// pointer or an active release of b names.
-func readBundleVersions(tx *gorm.DB, b *Bundle, limit int64) error {
+// readBundleHashes reads, in one query, the content hashes of every
+// version a pointer or an active release of b names, and returns those
+// (agent, version) pairs.
+func readBundleHashes(tx *gorm.DB, b *Bundle) ([][]any, error) {
 	type av struct {
 		agent   string
 		version int
@@ -249,9 +278,30 @@ func readBundleVersions(tx *gorm.DB, b *Bundle, limit int64) error {
 		}
 	}
 	if len(pairs) == 0 {
+		return nil, nil
+	}
+	var rows []struct {
+		Agent       string
+		Version     int
+		ContentHash string
+	}
+	if err := tx.Raw(`SELECT agent, version, content_hash FROM prompt_versions WHERE (agent, version) IN ?`, pairs).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		b.Agents[r.Agent].Versions[r.Version] = BundleVersion{ContentHash: r.ContentHash}
+	}
+	return pairs, nil
+}
+
+// readBundleConfigs reads the configs of pairs into b, stopping past
+// limit bytes (*BundleTooLarge) so that no more is held than the answer
+// may carry.
+func readBundleConfigs(tx *gorm.DB, b *Bundle, pairs [][]any, limit int64) error {
+	if len(pairs) == 0 {
 		return nil
 	}
-	rows, err := tx.Raw(`SELECT agent, version, content_hash, config FROM prompt_versions WHERE (agent, version) IN ?`, pairs).Rows()
+	rows, err := tx.Raw(`SELECT agent, version, config FROM prompt_versions WHERE (agent, version) IN ?`, pairs).Rows()
 	if err != nil {
 		return err
 	}
@@ -259,16 +309,18 @@ func readBundleVersions(tx *gorm.DB, b *Bundle, limit int64) error {
 	var total int64
 	for rows.Next() {
 		var (
-			agent, hash, config string
-			version             int
+			agent, config string
+			version       int
 		)
-		if err := rows.Scan(&agent, &version, &hash, &config); err != nil {
+		if err := rows.Scan(&agent, &version, &config); err != nil {
 			return err
 		}
 		if total += int64(len(config)); limit > 0 && total > limit {
 			return &BundleTooLarge{Limit: limit}
 		}
-		b.Agents[agent].Versions[version] = BundleVersion{ContentHash: hash, Config: json.RawMessage(config)}
+		v := b.Agents[agent].Versions[version]
+		v.Config = json.RawMessage(config)
+		b.Agents[agent].Versions[version] = v
 	}
 	return rows.Err()
 }

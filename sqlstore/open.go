@@ -17,6 +17,7 @@ import (
 	gormmysql "gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	gormlogger "gorm.io/gorm/logger"
+	"gorm.io/plugin/dbresolver"
 )
 
 // Dialect names, as returned by Dialect.
@@ -25,7 +26,10 @@ const (
 	SQLite = "sqlite"
 )
 
-// Pool settings for MySQL. SQLite always uses one connection.
+// Pool settings for MySQL. SQLite writes on one connection; reads outside
+// a transaction go to a pool of sqliteReaders read-only connections (WAL
+// lets readers run beside the writer), so one client's heavy reads never
+// queue every other request behind them.
 const (
 	mysqlMaxOpenConns = 64
 	// As many idle connections as open ones: with fewer, a burst that
@@ -40,6 +44,9 @@ const (
 
 	// slowQuery is the duration above which a statement is logged.
 	slowQuery = 200 * time.Millisecond
+
+	// SQLiteReaders is the size of SQLite's read pool.
+	SQLiteReaders = 4
 )
 
 // sqlitePragmas are applied to the SQLite connection when it opens.
@@ -54,6 +61,18 @@ var sqlitePragmas = url.Values{
 	},
 	"_txlock": {"immediate"},
 }
+
+// sqliteReadPragmas are the read pool's: it never writes.
+var sqliteReadPragmas = url.Values{
+	"_pragma": {
+		"busy_timeout(5000)",
+		"foreign_keys(1)",
+		"query_only(1)",
+	},
+}
+
+// readers holds each SQLite database's read pool, closed by Close.
+var readers sync.Map // *sql.DB (the writer) -> *sql.DB (the readers)
 
 // Config selects the database. MySQLDSN wins when set; otherwise SQLitePath
 // is used.
@@ -140,7 +159,45 @@ func Open(ctx context.Context, cfg Config) (*gorm.DB, error) {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("sqlstore: open: %w", Translate(err))
 	}
+	if cfg.MySQLDSN == "" && !inMemory(cfg.SQLitePath) {
+		if err := addReadPool(ctx, db, sqlDB, cfg.SQLitePath); err != nil {
+			_ = sqlDB.Close()
+			return nil, err
+		}
+	}
 	return db, nil
+}
+
+// inMemory: an in-memory SQLite database is private to its connection, so
+// it has no read pool.
+func inMemory(path string) bool {
+	return path == ":memory:" || strings.HasPrefix(path, "file::memory:") || strings.Contains(path, "mode=memory")
+}
+
+// addReadPool routes db's reads outside a transaction to SQLiteReaders
+// read-only connections to the same file (gorm's dbresolver): statements
+// inside a transaction, writes and locking reads stay on the writer. A read
+// that follows a committed write sees it (WAL readers see every commit
+// before their read began).
+func addReadPool(ctx context.Context, db *gorm.DB, writer *sql.DB, path string) error {
+	r, err := sql.Open(sqlite.DriverName, path+"?"+sqliteReadPragmas.Encode())
+	if err != nil {
+		return fmt.Errorf("sqlstore: open SQLite readers %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(SQLiteReaders)
+	r.SetMaxIdleConns(SQLiteReaders)
+	r.SetConnMaxLifetime(0)
+	r.SetConnMaxIdleTime(0)
+	if err := r.PingContext(ctx); err != nil {
+		_ = r.Close()
+		return fmt.Errorf("sqlstore: connect SQLite readers: %w", Translate(err))
+	}
+	if err := db.Use(dbresolver.Register(dbresolver.Config{Replicas: []gorm.Dialector{&sqlite.Dialector{Conn: r}}})); err != nil {
+		_ = r.Close()
+		return fmt.Errorf("sqlstore: SQLite read pool: %w", err)
+	}
+	readers.Store(writer, r)
+	return nil
 }
 
 // mysqlConfig parses dsn and applies the settings promptd relies on.
@@ -181,11 +238,14 @@ func ForUpdate(db *gorm.DB) string {
 	return ""
 }
 
-// Close closes the connection pool under db.
+// Close closes the connection pool under db (and SQLite's read pool).
 func Close(db *gorm.DB) error {
 	sqlDB, err := db.DB()
 	if err != nil {
 		return err
+	}
+	if r, ok := readers.LoadAndDelete(sqlDB); ok {
+		_ = r.(*sql.DB).Close()
 	}
 	return sqlDB.Close()
 }

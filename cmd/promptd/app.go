@@ -186,6 +186,8 @@ func (m *Main) Open(ctx context.Context) error {
 		Feed:            m.rt.Feed,
 		FeedMetrics:     feedMetrics,
 		StreamsPerToken: cfg.StreamsPerToken,
+		HeavyPerToken:   cfg.HeavyPerToken,
+		HeavyMax:        cfg.HeavyMax,
 		Webhooks:        m.rt.Webhooks,
 		Access:          m.rt.Access,
 

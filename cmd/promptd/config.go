@@ -31,6 +31,8 @@ import (
 var configVars = []string{
 	"PROMPTD_EVENT_RETENTION",
 	"PROMPTD_STREAMS_PER_TOKEN",
+	"PROMPTD_HEAVY_PER_TOKEN",
+	"PROMPTD_HEAVY_MAX",
 	"PROMPTD_AUTH_FAILURES_PER_MINUTE",
 	"PROMPTD_TRUSTED_PROXIES",
 	"PROMPTD_ADDR",
@@ -134,6 +136,8 @@ type Config struct {
 	LockFenceTTL     time.Duration // how long a Redis fence counter outlives its last grant
 	EventRetention   time.Duration // how far back a change-feed reader may resume
 	StreamsPerToken  int           // open event streams and waits per token per instance
+	HeavyPerToken    int           // heavy requests in flight per token per instance
+	HeavyMax         int           // heavy requests in flight per instance
 	GuardEvery       time.Duration // release guards are evaluated this often (one replica)
 
 	// Limits on what one session holds and one read may cost.
@@ -231,6 +235,8 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	}
 	c.GuardEvery = e.duration("PROMPTD_GUARD_EVERY", 10*time.Second)
 	c.StreamsPerToken = int(e.count("PROMPTD_STREAMS_PER_TOKEN", api.DefaultStreamsPerToken))
+	c.HeavyPerToken = int(e.count("PROMPTD_HEAVY_PER_TOKEN", api.DefaultHeavyPerToken))
+	c.HeavyMax = int(e.count("PROMPTD_HEAVY_MAX", api.DefaultHeavyMax))
 	c.ReadHeaderTimeout = e.duration("PROMPTD_READ_HEADER_TIMEOUT", api.DefaultReadHeaderTimeout)
 	c.ReadTimeout = e.duration("PROMPTD_READ_TIMEOUT", api.DefaultReadTimeout)
 	c.WriteTimeout = e.duration("PROMPTD_WRITE_TIMEOUT", api.DefaultWriteTimeout)
