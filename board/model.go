@@ -71,6 +71,9 @@ var qualifiedRecordCols = func() string {
 	return strings.Join(cols, ", ")
 }()
 
+// size is about what a record costs in an answer: its payload and ids.
+func (r *recordRow) size() int { return len(r.Payload) + len(r.ID) + len(r.Owner) + 256 }
+
 func (r *recordRow) record() *Record {
 	out := &Record{Board: r.Board, ID: r.ID, Revision: r.Revision, State: r.State, Owner: r.Owner, Fence: r.Fence,
 		ClaimTTLMs: r.ClaimTtlMs, Priority: r.Priority, Attempts: r.Attempts, Payload: json.RawMessage(r.Payload),

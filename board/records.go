@@ -245,13 +245,12 @@ func (s *Service) List(ctx context.Context, board string, f ListFilter) ([]*Reco
 	}
 	q += ` ORDER BY priority DESC, created_at_ms, id LIMIT ?`
 	args = append(args, f.Limit+1)
-	var rows []recordRow
-	if err := db.Raw(q, args...).Scan(&rows).Error; err != nil {
+	rows, full, err := recordPage(db, q, args, f.Limit)
+	if err != nil {
 		return nil, "", storeErr(err)
 	}
 	next := ""
-	if len(rows) > f.Limit {
-		rows = rows[:f.Limit]
+	if full {
 		l := rows[len(rows)-1]
 		next = fmt.Sprintf("%d:%d:%s", l.Priority, l.CreatedAtMs, l.ID)
 	}
@@ -260,6 +259,37 @@ func (s *Service) List(ctx context.Context, board string, f ListFilter) ([]*Reco
 		out[i] = rows[i].record()
 	}
 	return out, next, nil
+}
+
+// PageMaxBytes bounds the payloads one page of records carries: a page
+// ends after the record that passes it (at least one a page), with its
+// cursor, whatever its limit asked for.
+const PageMaxBytes = 4 << 20
+
+// recordPage streams the rows of q (limit+1 asked for) and stops at limit
+// records or once their payloads pass PageMaxBytes; full reports that
+// more may follow.
+func recordPage(db *gorm.DB, q string, args []any, limit int) ([]recordRow, bool, error) {
+	rs, err := db.Raw(q, args...).Rows()
+	if err != nil {
+		return nil, false, err
+	}
+	defer rs.Close()
+	var (
+		rows  []recordRow
+		bytes int
+	)
+	for rs.Next() {
+		if len(rows) == limit || bytes > PageMaxBytes {
+			return rows, true, nil
+		}
+		var r recordRow
+		if err := db.ScanRows(rs, &r); err != nil {
+			return nil, false, err
+		}
+		rows, bytes = append(rows, r), bytes+r.size()
+	}
+	return rows, false, rs.Err()
 }
 
 func parseCursor(c string) (int64, int64, string, bool) {
