@@ -60,6 +60,13 @@ const (
 	ErrInvalidSteps          Code = "invalid_steps"
 	ErrIdempotencyKeyReused  Code = "idempotency_key_reused"
 	ErrStoreUnavailable      Code = "store_unavailable"
+	ErrOverloaded            Code = "overloaded" // too many heavy requests on the instance: retry after Retry-After
+	ErrLimitExceeded         Code = "limit_exceeded"
+	ErrCursorExpired         Code = "cursor_expired"
+	ErrBundleTooLarge        Code = "bundle_too_large"
+	ErrInvalidOverrides      Code = "invalid_overrides"
+	ErrInvalidGuard          Code = "invalid_guard"
+	ErrCSRFFailed            Code = "csrf_failed"
 	ErrInternal              Code = "internal"
 )
 

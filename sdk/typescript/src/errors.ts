@@ -64,6 +64,8 @@ export interface ErrorFieldsByCode {
   token_bootstrap: { state?: string };
   board_in_use: { states?: string[] };
   store_unavailable: { store?: string };
+  overloaded: Record<string, never>;
+  secret_key_required: Record<string, never>;
   internal: Record<string, never>;
 }
 
@@ -88,7 +90,7 @@ export const ERROR_STATUS: { readonly [C in ErrorCode]: number } = {
   cursor_expired: 410, quota_exceeded: 429, invalid_url: 422, bundle_too_large: 422,
   invalid_overrides: 422, invalid_guard: 422,
   self_approval: 403, csrf_failed: 403, change_request_closed: 409, token_exists: 409, token_bootstrap: 409,
-  board_in_use: 409, store_unavailable: 503, internal: 500,
+  board_in_use: 409, store_unavailable: 503, overloaded: 503, secret_key_required: 503, internal: 500,
 };
 
 /** A problem+json answer (RFC 9457) or a client-side failure with a code. */
@@ -184,6 +186,8 @@ export const TokenExistsError = errorClass("token_exists", "TokenExistsError");
 export const TokenBootstrapError = errorClass("token_bootstrap", "TokenBootstrapError");
 export const BoardInUseError = errorClass("board_in_use", "BoardInUseError");
 export const StoreUnavailableError = errorClass("store_unavailable", "StoreUnavailableError");
+export const OverloadedError = errorClass("overloaded", "OverloadedError");
+export const SecretKeyRequiredError = errorClass("secret_key_required", "SecretKeyRequiredError");
 export const InternalError = errorClass("internal", "InternalError");
 
 // The instance types, so `catch (e) { if (e instanceof StaleFenceError) e.fields.current_fence }`
@@ -223,7 +227,8 @@ const classes: { readonly [C in ErrorCode]: ErrorClass<C> } = {
   invalid_overrides: InvalidOverridesError, invalid_guard: InvalidGuardError,
   change_request_closed: ChangeRequestClosedError, token_exists: TokenExistsError,
   token_bootstrap: TokenBootstrapError, board_in_use: BoardInUseError,
-  store_unavailable: StoreUnavailableError, internal: InternalError,
+  store_unavailable: StoreUnavailableError, overloaded: OverloadedError,
+  secret_key_required: SecretKeyRequiredError, internal: InternalError,
 };
 
 function isCode(code: string): code is ErrorCode {

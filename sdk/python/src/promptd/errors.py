@@ -271,6 +271,8 @@ LimitExceeded = _code("limit_exceeded", "LimitExceeded", Unprocessable)
 SelfApproval = _code("self_approval", "SelfApproval", Forbidden)
 CsrfFailed = _code("csrf_failed", "CsrfFailed", Forbidden)
 Internal = _code("internal", "Internal", ServerError)
+Overloaded = _code("overloaded", "Overloaded", ServerError)
+SecretKeyRequired = _code("secret_key_required", "SecretKeyRequired", ServerError)
 
 _FAMILIES: dict[int, type[PromptdError]] = {
     400: BadRequest,
