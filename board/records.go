@@ -3,6 +3,7 @@ package board
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -274,22 +275,11 @@ func recordPage(db *gorm.DB, q string, args []any, limit int) ([]recordRow, bool
 	if err != nil {
 		return nil, false, err
 	}
-	defer rs.Close()
-	var (
-		rows  []recordRow
-		bytes int
-	)
-	for rs.Next() {
-		if len(rows) == limit || bytes > PageMaxBytes {
-			return rows, true, nil
-		}
+	return sqlstore.ScanPage(rs, limit, PageMaxBytes, func(rs *sql.Rows) (recordRow, int, error) {
 		var r recordRow
-		if err := db.ScanRows(rs, &r); err != nil {
-			return nil, false, err
-		}
-		rows, bytes = append(rows, r), bytes+r.size()
-	}
-	return rows, false, rs.Err()
+		err := db.ScanRows(rs, &r)
+		return r, r.size(), err
+	})
 }
 
 func parseCursor(c string) (int64, int64, string, bool) {

@@ -2,6 +2,7 @@ package promptstore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -357,22 +358,11 @@ func (s *Store) versionPage(ctx context.Context, agent string, before, limit int
 	if err != nil {
 		return nil, false, err
 	}
-	defer rs.Close()
-	var (
-		rows  []versionRow
-		bytes int
-	)
-	for rs.Next() {
-		if len(rows) == limit || bytes > PageMaxBytes {
-			return rows, true, nil
-		}
+	return sqlstore.ScanPage(rs, limit, PageMaxBytes, func(rs *sql.Rows) (versionRow, int, error) {
 		var r versionRow
-		if err := rs.Scan(&r.Agent, &r.Version, &r.Config, &r.ContentHash, &r.Message, &r.CreatedBy, &r.CreatedAtMs); err != nil {
-			return nil, false, err
-		}
-		rows, bytes = append(rows, r), bytes+len(r.Config)+len(r.Message)
-	}
-	return rows, false, rs.Err()
+		err := rs.Scan(&r.Agent, &r.Version, &r.Config, &r.ContentHash, &r.Message, &r.CreatedBy, &r.CreatedAtMs)
+		return r, len(r.Config) + len(r.Message), err
+	})
 }
 
 // Agent is an agent's summary.
