@@ -264,7 +264,15 @@ func retryAfter(v string, now time.Time) time.Duration {
 func (s *Service) record(t target, d deliveryRow, status int, retryAfter time.Duration, failure string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	now := s.o.Now()
+	// Retry times are written in the clock they are compared with (the
+	// SQL server's on MySQL: see clock), so a skewed instance clock can
+	// neither hurry a retry nor hold it back.
+	ms, err := s.clock(ctx)
+	if err != nil {
+		s.o.Logger.Warn("webhook: recording an attempt failed; its lease runs out and it is tried again", "delivery", d.ID, "err", err)
+		return "unrecorded"
+	}
+	now := time.UnixMilli(ms)
 	state, next, outcome := Delivered, now, "delivered"
 	disable := status == http.StatusGone
 	switch {
@@ -281,7 +289,7 @@ func (s *Service) record(t target, d deliveryRow, status int, retryAfter time.Du
 		wait := time.Duration(rand.Int64N(int64(s.o.Backoff[n-1]) + 1)) // full jitter
 		next = now.Add(max(wait, retryAfter))
 	}
-	_, err := sqlstore.Transact(ctx, s.o.DB, func(tx *gorm.DB) (bool, error) {
+	_, err = sqlstore.Transact(ctx, s.o.DB, func(tx *gorm.DB) (bool, error) {
 		res := tx.Exec(`UPDATE webhook_deliveries SET state = ?, last_status = ?, last_error = ?, next_attempt_at_ms = ?, lease_until_ms = 0,
 			updated_at_ms = ? WHERE id = ? AND attempts = ?`, state, status, failure, next.UnixMilli(), now.UnixMilli(), d.ID, d.Attempts)
 		if res.Error != nil || res.RowsAffected != 1 {

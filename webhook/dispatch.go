@@ -164,7 +164,10 @@ func (s *Service) DispatchOnce(ctx context.Context) (int, int64, error) {
 		_ = json.Unmarshal([]byte(h.Actions), &fs[i].filter.Actions)
 		_ = json.Unmarshal([]byte(h.Agents), &fs[i].agents)
 	}
-	now := s.o.Now().UnixMilli()
+	now, err := s.clock(ctx) // next_attempt_at_ms is compared with this clock
+	if err != nil {
+		return 0, cursor, err
+	}
 	var rows [][]any
 	full := 0
 	for _, ev := range evs {

@@ -608,7 +608,10 @@ func (s *Service) Deliveries(ctx context.Context, id string, cursor int64, limit
 
 // Retry queues a delivery again, now, with a fresh retry schedule.
 func (s *Service) Retry(ctx context.Context, id string, delivery int64) (Delivery, error) {
-	now := s.o.Now().UnixMilli()
+	now, err := s.clock(ctx)
+	if err != nil {
+		return Delivery{}, err
+	}
 	out, err := sqlstore.Transact(ctx, s.o.DB, func(tx *gorm.DB) (Delivery, error) {
 		if _, err := s.read(tx, id, false); err != nil {
 			return Delivery{}, err

@@ -366,3 +366,23 @@ func TestDelivery_whenReceiverAnswers2xxInTimeButSendsItsBodySlowly_isDeliveredO
 		t.Fatalf("delivery %+v after %d calls; want delivered on the first", ds[0], calls.Load())
 	}
 }
+
+// A retry's time is written in the clock it is compared with (the SQL
+// server's on MySQL): an instance whose clock runs an hour ahead used to
+// write next_attempt_at_ms an hour late by the SQL clock, and the retry
+// waited that hour.
+func TestRetry_whenTheRecordingInstanceClockRunsAhead_isNotDelayed(t *testing.T) {
+	db := testenv.OpenDB(t, sqlstore.Config{MySQLDSN: testenv.MySQLDSN(t)}, promptd.Migrations())
+	recv := webhooktest.NewReceiver(t)
+	recv.FailFirst = 1
+	rt := runtime(t, db, func(o *webhook.Options) { o.Now = func() time.Time { return time.Now().Add(time.Hour) } })
+	ctx := context.Background()
+	if _, err := rt.Webhooks.Create(ctx, webhook.CreateInput{URL: recv.URL(), Actions: []string{"version.*"}}); err != nil {
+		t.Fatal(err)
+	}
+	emit(t, db, "version.created", "a", 1)
+	waitFor(t, 15*time.Second, "the retry after the first failure", func() bool { return recv.Delivered() == 1 })
+	if n := len(recv.Attempts()); n != 2 {
+		t.Fatalf("%d attempts; want a failure and its retry", n)
+	}
+}
