@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -161,12 +159,6 @@ func patchGated(rel *release.Release, req *patchReleaseRequest) bool {
 // since (whatever became of the guard).
 func pausedByGuard(rel *release.Release) bool {
 	return rel.State == release.Paused && (rel.PausedByGuard || rel.Guard != nil && rel.Guard.State == guard.Tripped)
-}
-
-func newReleaseID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return "rel_" + hex.EncodeToString(b[:])
 }
 
 // applyGated is apply for the actions of this file.

@@ -232,7 +232,7 @@ func (s *Server) handleCreateRelease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id := newReleaseID() // chosen up front: a gated create stores its overrides hashed under it
+	id := rs.NewID() // chosen up front: a gated create stores its overrides hashed under it
 	stored := func(*access.Gated) any {
 		return gatedCreate{ReleaseID: id, CandidateVersion: *req.CandidateVersion, Percent: req.percent, Stickiness: req.Stickiness,
 			Steps: req.steps, Message: req.Message, Overrides: hashedOverrides(id, req.Overrides), Guard: req.guard}

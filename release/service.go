@@ -116,6 +116,11 @@ type CreateInput struct {
 	Gate func(tx *gorm.DB, revision int64) error
 }
 
+// NewID names a new release as Create would (Options.NewID): a caller
+// that must know the id before the create (a gated create stores its
+// overrides hashed under it) takes it here and passes it in CreateInput.
+func (s *Service) NewID() string { return s.o.NewID() }
+
 func newID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -172,9 +177,9 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Release, error) 
 	if err := checkGuard(in.Guard); err != nil {
 		return nil, err
 	}
-	id := s.o.NewID()
-	if in.ID != "" {
-		id = in.ID
+	id := in.ID
+	if id == "" {
+		id = s.o.NewID()
 	}
 	overrides, err := hashOverrides(id, in.Overrides)
 	if err != nil {
