@@ -72,7 +72,7 @@ var configDocs = map[string]configDoc{
 	"PROMPTD_WEBHOOK_BACKOFF":            {"5s,30s,2m,10m,30m,1h,3h,6h", "webhook retry schedule (full jitter)"},
 	"PROMPTD_WEBHOOK_DELIVERY_RETENTION": {"720h", "finished webhook deliveries are deleted after this"},
 	"PROMPTD_BUNDLE_MAX_BYTES":           {"33554432", "largest GET /v1/bundle answer"},
-	"PROMPTD_EXPOSURE_SERIES_MAX":        {"10000", "series of promptd_exposures_total before version=\"other\""},
+	"PROMPTD_EXPOSURE_SERIES_MAX":        {"10000", "series of promptd_exposures_total; past it new label sets count under one series with every label \"other\""},
 	"PROMPTD_GUARD_EVERY":                {"10s", "release guards are evaluated this often (one replica)"},
 	"PROMPTD_CONSOLE":                    {"true", "serve the web console at /ui/ (false: 404, no session cookies)"},
 	"PROMPTD_CONSOLE_SESSION_TTL":        {"12h", "a console login lasts this long (never past its token's expiry)"},
