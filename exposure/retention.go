@@ -16,6 +16,10 @@ import (
 // long (an exposure batch is 6 arguments a row: 3,000 in all).
 const pruneBatch = 500
 
+// DefaultRetention is the default of PROMPTD_EXPOSURE_RETENTION and
+// PROMPTD_OUTCOME_RETENTION: 90 days.
+const DefaultRetention = 2160 * time.Hour
+
 // MinExposureRetention is the shortest exposure retention: a report may
 // still add to a minute up to MaxAge old.
 const MinExposureRetention = MaxAge

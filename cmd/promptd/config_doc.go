@@ -73,6 +73,8 @@ var configDocs = map[string]configDoc{
 	"PROMPTD_WEBHOOK_DELIVERY_RETENTION": {"720h", "finished webhook deliveries are deleted after this"},
 	"PROMPTD_BUNDLE_MAX_BYTES":           {"33554432", "largest GET /v1/bundle answer"},
 	"PROMPTD_EXPOSURE_SERIES_MAX":        {"10000", "series of promptd_exposures_total; past it new label sets count under one series with every label \"other\""},
+	"PROMPTD_EXPOSURE_RETENTION":         {"2160h", "exposure minutes older than this are deleted (at least 24h)"},
+	"PROMPTD_OUTCOME_RETENTION":          {"2160h", "outcomes of releases that ended longer ago than this are deleted; a running or paused release's never (at least 168h)"},
 	"PROMPTD_GUARD_EVERY":                {"10s", "release guards are evaluated this often (one replica)"},
 	"PROMPTD_CONSOLE":                    {"true", "serve the web console at /ui/ (false: 404, no session cookies)"},
 	"PROMPTD_CONSOLE_SESSION_TTL":        {"12h", "a console login lasts this long (never past its token's expiry)"},
