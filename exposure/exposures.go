@@ -45,7 +45,8 @@ type Options struct {
 	SQLTimeout time.Duration
 	// Releases checks exposures and outcomes against their release;
 	// Envs checks exposures without a release against the env's
-	// pointer. Record and RecordOutcomes refuse to run without them.
+	// pointer. Record refuses to run without both, RecordOutcomes
+	// without Releases.
 	Releases *release.Service
 	Envs     Envs
 	// ClockSkew is how far outside a release's run an outcome's at may
