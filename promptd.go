@@ -215,7 +215,7 @@ func New(db *gorm.DB, o Options) *Runtime {
 	}
 	hooks := webhook.New(wo)
 	xo := o.Exposures
-	xo.DB, xo.Releases = db, releases
+	xo.DB, xo.Releases, xo.Envs = db, releases, store
 	if xo.Logger == nil {
 		xo.Logger = o.Logger
 	}

@@ -52,6 +52,13 @@ func (a *app) exposureSums(query string) map[string]int64 {
 
 func TestExposures_concurrentReports_sumExactly(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, a *app) {
+		a.withVersions(2)
+		id := a.createRelease(`{"candidate_version": 2, "percent": 10}`)["id"].(string)
+		// item i: the candidate (v2), the baseline (v1), or v1 without the release
+		kinds := []struct {
+			version  int
+			rel, arm string
+		}{{2, `"release_id": "` + id + `", "arm": "candidate", `, "candidate"}, {1, `"release_id": "` + id + `", "arm": "baseline", `, "baseline"}, {1, "", ""}}
 		const workers, batches = 6, 8
 		var wg sync.WaitGroup
 		for w := range workers {
@@ -59,8 +66,9 @@ func TestExposures_concurrentReports_sumExactly(t *testing.T) {
 				for b := range batches {
 					items := make([]string, 0, 50)
 					for i := range 50 {
-						items = append(items, fmt.Sprintf(`{"agent": "support", "env": "prod", "version": %d, "release_id": "rel_x", "arm": "candidate", "count": %d, "at": %q}`,
-							1+i%3, 1+i, at(-time.Duration(i%2)*time.Minute)))
+						k := kinds[i%3]
+						items = append(items, fmt.Sprintf(`{"agent": "support", "env": "prod", "version": %d, %s"count": %d, "at": %q}`,
+							k.version, k.rel, 1+i, at(-time.Duration(i%2)*time.Minute)))
 					}
 					rec := httptest.NewRecorder()
 					a.h.ServeHTTP(rec, req("POST", "/v1/exposures", runtime, `{"items": [`+strings.Join(items, ",")+`]}`,
@@ -75,7 +83,11 @@ func TestExposures_concurrentReports_sumExactly(t *testing.T) {
 		wg.Wait()
 		want := map[string]int64{}
 		for i := range 50 {
-			want[fmt.Sprintf("rel_x/%d/candidate", 1+i%3)] += int64(workers * batches * (1 + i))
+			k, rel, arm := kinds[i%3], id, kinds[i%3].arm
+			if k.arm == "" {
+				rel, arm = "<nil>", "<nil>"
+			}
+			want[fmt.Sprintf("%s/%d/%s", rel, k.version, arm)] += int64(workers * batches * (1 + i))
 		}
 		if got := a.exposureSums("&from=" + at(-time.Hour)); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("sums = %v, want %v", got, want)
@@ -90,6 +102,7 @@ func TestExposures_concurrentReports_sumExactly(t *testing.T) {
 
 func TestExposures_whenBad_are4xxAndWriteNothing(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, a *app) {
+		a.withVersions(1)
 		item := func(over string) string {
 			base := map[string]any{"agent": "support", "env": "prod", "version": 1, "count": 1, "at": at(0)}
 			var o map[string]any
@@ -141,6 +154,7 @@ func TestExposures_whenBad_are4xxAndWriteNothing(t *testing.T) {
 
 func TestExposures_replayWithTheSameKey_countsOnce(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, a *app) {
+		a.withVersions(1)
 		body := `{"items": [{"agent": "support", "env": "prod", "version": 1, "count": 7, "at": "` + at(0) + `"}]}`
 		first := a.do("POST", "/v1/exposures", runtime, body, "Idempotency-Key", "k1")
 		a.ok(first, 200)
@@ -252,4 +266,65 @@ func TestOutcomes_whenAnItemIsInvalid_rejectTheBatch(t *testing.T) {
 			t.Fatalf("%d rows written", n)
 		}
 	})
+}
+
+// An exposure names what was really served: an existing agent and env,
+// the release of that agent and env with the arm's own version, or,
+// without a release, the version the env's pointer served. One item that
+// does not is a 400 naming it, and nothing of the batch is written.
+func TestExposures_notMatchingRealData_areRefusedWhole(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, a *app) {
+		a.withVersions(3) // support v1..v3, prod at 1
+		a.publish("support", "staging", 1, 0)
+		id := a.createRelease(`{"candidate_version": 2, "percent": 10}`)["id"].(string)
+		now := at(0)
+		plain := `{"agent": "support", "env": "prod", "version": 1, "count": 5, "at": "` + now + `"}`
+		cand := `{"agent": "support", "env": "prod", "version": 2, "release_id": "` + id + `", "arm": "candidate", "count": 3, "at": "` + now + `"}`
+		base := strings.Replace(strings.Replace(cand, `"version": 2`, `"version": 1`, 1), "candidate", "baseline", 1)
+		for i, c := range []struct{ bad, code, field string }{
+			{strings.Replace(plain, `"support"`, `"ghost"`, 1), "invalid_field", "items[1].agent"},
+			{strings.Replace(plain, `"prod"`, `"dev"`, 1), "invalid_field", "items[1].env"},
+			{strings.Replace(plain, `"version": 1`, `"version": 3`, 1), "invalid_field", "items[1].version"},
+			{strings.Replace(plain, `"version": 1`, `"version": 99`, 1), "invalid_field", "items[1].version"},
+			{strings.Replace(cand, id, "rel_nope", 1), "invalid_field", "items[1].release_id"},
+			{strings.Replace(cand, `"prod"`, `"staging"`, 1), "invalid_field", "items[1].release_id"},
+			{strings.Replace(cand, `"version": 2`, `"version": 1`, 1), "invalid_field", "items[1].version"},
+			{strings.Replace(base, `"version": 1`, `"version": 3`, 1), "invalid_field", "items[1].version"},
+			{strings.Replace(plain, `"count": 5`, `"count": 1000000000`, 1), "invalid_field", "items[1].count"},
+			{strings.Replace(plain, `"count": 5`, `"count": 1e9`, 1), "invalid_field", "items[1].count"},
+		} {
+			p := problem(t, a.do("POST", "/v1/exposures", runtime, `{"items": [`+plain+`,`+c.bad+`]}`,
+				"Idempotency-Key", fmt.Sprintf("real-%d", i)), 400, c.code)
+			if p["field"] != c.field {
+				t.Errorf("case %d: field %v, want %s (%s)", i, p["field"], c.field, p["detail"])
+			}
+		}
+		if n := a.rowCount("exposures"); n != 0 {
+			t.Fatalf("%d rows written by refused batches", n)
+		}
+		// The control: the same items, all real, are counted.
+		a.ok(a.do("POST", "/v1/exposures", runtime, `{"items": [`+plain+`,`+cand+`,`+base+`]}`, "Idempotency-Key", "real-ok"), 200)
+		if got := a.exposureSums(""); got["<nil>/1/<nil>"] != 5 || got[id+"/2/candidate"] != 3 || got[id+"/1/baseline"] != 3 {
+			t.Fatalf("sums = %v", got)
+		}
+	})
+}
+
+// A version the env's pointer left after the item's at was served then:
+// an SDK's late report of it is counted.
+func TestExposures_ofAVersionThePointerLeftSinceAt_areCounted(t *testing.T) {
+	a := sqliteApp(t)
+	a.withVersions(2) // prod at 1
+	before := at(-time.Minute)
+	a.publish("support", "prod", 2, 1)
+	old := `{"agent": "support", "env": "prod", "version": 1, "count": 2, "at": "` + before + `"}`
+	cur := `{"agent": "support", "env": "prod", "version": 2, "count": 1, "at": "` + at(0) + `"}`
+	a.ok(a.do("POST", "/v1/exposures", runtime, `{"items": [`+old+`,`+cur+`]}`, "Idempotency-Key", "late"), 200)
+	// The control: a version the pointer never held since at is refused.
+	// (at 2 min ahead: past the 30 s of clock skew allowed after the move)
+	stale := `{"agent": "support", "env": "prod", "version": 1, "count": 2, "at": "` + at(2*time.Minute) + `"}`
+	p := problem(t, a.do("POST", "/v1/exposures", runtime, `{"items": [`+stale+`]}`, "Idempotency-Key", "stale"), 400, "invalid_field")
+	if p["field"] != "items[0].version" {
+		t.Fatalf("stale version: %v", p)
+	}
 }

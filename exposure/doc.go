@@ -7,7 +7,15 @@
 // version, arm): a batch is one upsert that adds its counts, so reports
 // from many SDK processes and the server's own resolves (Counter, flushed
 // in batches) sum exactly. A Prometheus counter follows the same labels
-// (without release_id), capped in series.
+// (without release_id), its label set capped as a whole (Metrics). A
+// reported item must name what was served (Record): the release of its
+// agent and env with the arm's version, or the env's pointer version
+// then; so reports cannot invent agents, envs, versions or releases.
+//
+// Retention: PruneExposures deletes minutes older than a cutoff
+// (PROMPTD_EXPOSURE_RETENTION); PruneOutcomes deletes the outcomes of
+// releases that ended before a cutoff (PROMPTD_OUTCOME_RETENTION), never
+// a running or paused release's, which its guard reads from its start.
 //
 // Outcomes are stored one row per report, in table release_outcomes, which
 // the guard reads:

@@ -43,8 +43,12 @@ type Options struct {
 	FlushEvery time.Duration
 	// SQLTimeout bounds each SQL operation; zero means 5s.
 	SQLTimeout time.Duration
-	// Releases checks outcomes against their release (Outcomes only).
+	// Releases checks exposures and outcomes against their release;
+	// Envs checks exposures without a release against the env's
+	// pointer. Record refuses to run without both, RecordOutcomes
+	// without Releases.
 	Releases *release.Service
+	Envs     Envs
 	// ClockSkew is how far outside a release's run an outcome's at may
 	// fall (reporters' clocks differ from the server's); zero means 30s.
 	ClockSkew time.Duration
@@ -129,14 +133,19 @@ func checkArm(prefix, releaseID, arm string, required bool) error {
 }
 
 // Record validates items (all or nothing: the first bad item names its
-// field, items[i].x) and adds their counts in one transaction, one upsert
+// field, items[i].x), each against the stored data too (see
+// checker.check), and adds their counts in one transaction, one upsert
 // statement per 500 distinct keys. Its transaction runs ctx's commit
 // hooks (the api records the Idempotency-Key answer in it).
 func (s *Service) Record(ctx context.Context, items []Item) (Accepted, error) {
 	if len(items) == 0 || len(items) > MaxItems {
 		return Accepted{}, invalid("items", "1..%d items", MaxItems)
 	}
+	if s.o.Releases == nil || s.o.Envs == nil {
+		return Accepted{}, errors.New("exposure: exposures need Options.Releases and Options.Envs")
+	}
 	now := s.o.Now()
+	real := newChecker(s)
 	sums := map[Key]int64{}
 	for i, it := range items {
 		p := fmt.Sprintf("items[%d].", i)
@@ -153,6 +162,9 @@ func (s *Service) Record(ctx context.Context, items []Item) (Accepted, error) {
 		}
 		if err := checkArm(p, it.ReleaseID, it.Arm, false); err != nil {
 			return Accepted{}, err
+		}
+		if err := real.check(ctx, p, it); err != nil {
+			return Accepted{}, promptstore.StoreErr(err)
 		}
 		sums[keyOf(it)] += it.Count
 	}

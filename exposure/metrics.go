@@ -8,9 +8,12 @@ import (
 )
 
 // Metrics count exposures as promptd_exposures_total{agent, env, version,
-// arm}. At most MaxSeries label sets are created; past that, new ones are
-// counted under version="other", so a fleet with many agents and versions
-// cannot blow up the metrics endpoint. A nil *Metrics records nothing.
+// arm}. The cap is on the label set as a whole: at most max label sets are
+// created, and past that every new one is counted under the one series
+// whose four labels are all "other", so the counter never has more than
+// max+1 series however many agents, envs and versions are reported. Only
+// real label sets reach it: Record refuses agents, envs, versions and
+// releases that do not exist. A nil *Metrics records nothing.
 type Metrics struct {
 	total *prometheus.CounterVec
 	max   int
@@ -27,13 +30,16 @@ func NewMetrics(reg prometheus.Registerer, max int) *Metrics {
 	}
 	m := &Metrics{max: max, series: map[[4]string]prometheus.Counter{},
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "promptd_exposures_total",
-			Help: "Servings recorded (reported and the server's own), by agent, env, version and release arm (\"\" without a release); version=\"other\" past PROMPTD_EXPOSURE_SERIES_MAX series."},
+			Help: "Servings recorded (reported and the server's own), by agent, env, version and release arm (\"\" without a release); every label \"other\" past PROMPTD_EXPOSURE_SERIES_MAX series."},
 			[]string{"agent", "env", "version", "arm"})}
 	if reg != nil {
 		reg.MustRegister(m.total)
 	}
 	return m
 }
+
+// overflow is the one series past the cap.
+var overflow = [4]string{"other", "other", "other", "other"}
 
 func (m *Metrics) add(sums map[Key]int64) {
 	if m == nil {
@@ -46,7 +52,7 @@ func (m *Metrics) add(sums map[Key]int64) {
 		c, ok := m.series[labels]
 		if !ok {
 			if len(m.series) >= m.max {
-				labels[2] = "other"
+				labels = overflow
 			}
 			if c, ok = m.series[labels]; !ok {
 				c = m.total.WithLabelValues(labels[:]...)

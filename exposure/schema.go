@@ -50,5 +50,14 @@ func Migrations() []sqlstore.Migration {
 			Indexes: map[string]string{"release_outcomes_release": "release_id, period, arm", "release_outcomes_created": "created_at_ms"},
 			Unique:  map[string]string{"release_outcomes_dedupe": "agent, env, release_id, outcome_id"},
 		})
-	}}}
+	}}, {Component: "exposure", Version: 2, Name: "exposures_minute: the retention's walk from the oldest minute", Up: addMinuteIndex}}
+}
+
+// addMinuteIndex lets PruneExposures find the oldest minutes without a
+// scan of the table. Created only when missing.
+func addMinuteIndex(tx *gorm.DB) error {
+	if tx.Migrator().HasIndex("exposures", "exposures_minute") {
+		return nil
+	}
+	return tx.Exec(`CREATE INDEX exposures_minute ON exposures (minute_ms)`).Error
 }

@@ -157,6 +157,7 @@ func (m *Main) Open(ctx context.Context) error {
 	scheduleJobs(m.jobs, jobDeps{db: m.db, store: m.store, idem: idem, releases: m.releases, sessions: m.sessions,
 		boards: m.rt.Boards, auditRetention: cfg.AuditRetention,
 		webhooks: m.rt.Webhooks, deliveryRetention: cfg.WebhookDeliveryRetention, exposures: m.rt.Exposures,
+		exposureRetention: cfg.ExposureRetention, outcomeRetention: cfg.OutcomeRetention,
 		guardEvery: cfg.GuardEvery, access: m.rt.Access},
 		cfg.ReconcileEvery, m.Logger)
 	m.jobs.start()

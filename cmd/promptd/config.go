@@ -87,6 +87,8 @@ var configVars = []string{
 	"PROMPTD_WEBHOOK_DELIVERY_RETENTION",
 	"PROMPTD_BUNDLE_MAX_BYTES",
 	"PROMPTD_EXPOSURE_SERIES_MAX",
+	"PROMPTD_EXPOSURE_RETENTION",
+	"PROMPTD_OUTCOME_RETENTION",
 	"PROMPTD_GUARD_EVERY",
 	"PROMPTD_CONSOLE",
 	"PROMPTD_CONSOLE_SESSION_TTL",
@@ -175,6 +177,11 @@ type Config struct {
 	BundleMaxBytes int64
 	// ExposureSeriesMax caps promptd_exposures_total's series.
 	ExposureSeriesMax int
+	// ExposureRetention: exposure minutes older than this are deleted;
+	// OutcomeRetention: outcomes of releases that ended longer ago than
+	// this are deleted (a running or paused release's, never).
+	ExposureRetention time.Duration
+	OutcomeRetention  time.Duration
 	// The web console at /ui/ (README, Web console): on by default; its
 	// logins last ConsoleSessionTTL; ConsoleSecureCookie marks the cookie
 	// Secure on every login.
@@ -257,6 +264,17 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.WebhookDeliveryRetention = e.duration("PROMPTD_WEBHOOK_DELIVERY_RETENTION", 720*time.Hour)
 	c.BundleMaxBytes = e.bytes("PROMPTD_BUNDLE_MAX_BYTES", api.DefaultBundleMaxBytes)
 	c.ExposureSeriesMax = int(e.count("PROMPTD_EXPOSURE_SERIES_MAX", exposure.DefaultSeries))
+	c.ExposureRetention = e.duration("PROMPTD_EXPOSURE_RETENTION", exposure.DefaultRetention)
+	if c.ExposureRetention < exposure.MinExposureRetention {
+		// a report may still add to a minute this old
+		e.check("PROMPTD_EXPOSURE_RETENTION", fmt.Errorf("%s is shorter than %s, how old a reported exposure may be",
+			c.ExposureRetention, exposure.MinExposureRetention))
+	}
+	c.OutcomeRetention = e.duration("PROMPTD_OUTCOME_RETENTION", exposure.DefaultRetention)
+	if c.OutcomeRetention < exposure.MinOutcomeRetention {
+		e.check("PROMPTD_OUTCOME_RETENTION", fmt.Errorf("%s is shorter than %s, the outcome ids' dedupe window",
+			c.OutcomeRetention, exposure.MinOutcomeRetention))
+	}
 	c.Console = e.boolean("PROMPTD_CONSOLE", true)
 	c.ConsoleSessionTTL = e.duration("PROMPTD_CONSOLE_SESSION_TTL", access.DefaultSessionTTL)
 	c.ConsoleSecureCookie = e.boolean("PROMPTD_CONSOLE_SECURE_COOKIE", false)

@@ -199,9 +199,13 @@ type jobDeps struct {
 	access         *access.Service
 	// deliveryRetention: PROMPTD_WEBHOOK_DELIVERY_RETENTION
 	deliveryRetention time.Duration
-	// exposures: outcome ids past their dedupe window are forgotten.
-	exposures  *exposure.Service
-	guardEvery time.Duration // PROMPTD_GUARD_EVERY
+	// exposures: outcome ids past their dedupe window are forgotten;
+	// exposures and ended releases' outcomes past their retention
+	// (PROMPTD_EXPOSURE_RETENTION, PROMPTD_OUTCOME_RETENTION) deleted.
+	exposures         *exposure.Service
+	exposureRetention time.Duration
+	outcomeRetention  time.Duration
+	guardEvery        time.Duration // PROMPTD_GUARD_EVERY
 }
 
 // scheduleJobs registers promptd's jobs.
@@ -233,6 +237,7 @@ func scheduleJobs(s *scheduler, d jobDeps, reconcileEvery time.Duration, log *sl
 			_, err := d.exposures.Sweep(ctx, 10000)
 			return err
 		}, false)
+		s.singleton("exposure-retention", auditRetentionEvery, pruneExposures(d, log), false)
 	}
 	// Change requests past their 24 h are marked expired (and audited).
 	if d.access != nil {
@@ -296,6 +301,29 @@ func sweepIdempotency(d jobDeps, log *slog.Logger) func(context.Context) error {
 		n, err := d.idem.Sweep(ctx)
 		if n > 0 {
 			log.Info("swept expired idempotency keys", "deleted", n)
+		}
+		return err
+	}
+}
+
+// pruneExposures deletes the exposure minutes older than
+// d.exposureRetention and the outcomes of releases that ended longer than
+// d.outcomeRetention ago (a running or paused release's stay: its guard
+// reads them). A run cut short by the job timeout is continued by the
+// next one.
+func pruneExposures(d jobDeps, log *slog.Logger) func(context.Context) error {
+	return func(ctx context.Context) error {
+		now := time.Now()
+		n, err := d.exposures.PruneExposures(ctx, now.Add(-d.exposureRetention))
+		if n > 0 {
+			log.Info("deleted exposures past retention", "deleted", n, "retention", d.exposureRetention.String())
+		}
+		if err != nil {
+			return err
+		}
+		n, err = d.exposures.PruneOutcomes(ctx, now.Add(-d.outcomeRetention))
+		if n > 0 {
+			log.Info("deleted ended releases' outcomes past retention", "deleted", n, "retention", d.outcomeRetention.String())
 		}
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/promptd/promptd"
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/internal/testenv"
@@ -152,6 +153,43 @@ func TestRetentionJobs_deleteOldAuditAndExpiredIdempotency_keepRecent(t *testing
 		db.Raw(`SELECT COUNT(*) FROM idempotency_keys`).Scan(&records)
 		if events != 5 || records != 1 {
 			t.Fatalf("after the retention jobs: %d audit events (want the 5 recent), %d idempotency records (want the 1 live)", events, records)
+		}
+	})
+}
+
+// The exposure-retention job deletes exposure minutes past
+// PROMPTD_EXPOSURE_RETENTION and keeps the newer ones; an outcome of a
+// release that has not ended stays however old.
+func TestRetentionJobs_deleteOldExposures_keepRecentAndLiveOutcomes(t *testing.T) {
+	testenv.ForEachDialect(t, promptd.Migrations(), func(t *testing.T, db *gorm.DB) {
+		now := time.Now()
+		const retention = 2160 * time.Hour
+		for i, ms := range []int64{now.Add(-retention - time.Hour).UnixMilli(), now.Add(-retention - 2*time.Hour).UnixMilli(), now.UnixMilli()} {
+			if err := db.Exec(`INSERT INTO exposures (agent, env, minute_ms, release_id, version, arm, count) VALUES ('a', 'prod', ?, '', ?, '', 1)`,
+				ms, i+1).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Exec(`INSERT INTO release_outcomes (agent, env, release_id, arm, version, reason, period, period_bp, success,
+			at_ms, token, created_at_ms) VALUES ('a', 'prod', 'rel_live', 'candidate', 2, 'bucket', 0, 1000, 1, 1, 't', 1)`).Error; err != nil {
+			t.Fatal(err)
+		}
+		rt := promptd.New(db, promptd.Options{Instance: "retention"})
+		t.Cleanup(func() { _ = rt.Close() })
+		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+		keys := locks.Keys{Prefix: "exposure-retention-test"}
+		s := newScheduler(locks.NewMemory(locks.Options{}), keys, quiet)
+		t.Cleanup(func() { s.stop(context.Background()) })
+		d := jobDeps{exposures: rt.Exposures, exposureRetention: retention, outcomeRetention: retention}
+		key, _ := keys.Job("exposure-retention")
+		if !s.runSingleton("exposure-retention", key, pruneExposures(d, quiet)) {
+			t.Fatal("exposure-retention did not run")
+		}
+		var exposures, outcomes int64
+		db.Raw(`SELECT COUNT(*) FROM exposures`).Scan(&exposures)
+		db.Raw(`SELECT COUNT(*) FROM release_outcomes`).Scan(&outcomes)
+		if exposures != 1 || outcomes != 1 {
+			t.Fatalf("after the job: %d exposure rows (want the 1 recent), %d outcomes (want the 1 of a release not ended)", exposures, outcomes)
 		}
 	})
 }
