@@ -9,6 +9,7 @@
 #   ./scripts/membench.sh
 #   BASE=fdb9668 ./scripts/membench.sh
 #   DURATION=3s ARGS='-records 200' ./scripts/membench.sh
+#   SHORT=1 ./scripts/membench.sh      # the CI smoke run: small sizes, 1 s phases (~10 s)
 #
 # Environment:
 #   BASE      a commit to measure beside HEAD (default: HEAD only)
@@ -34,8 +35,13 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 duration=${DURATION:-5s}
+args=${ARGS:-}
+if [ "${SHORT:-}" = 1 ]; then
+	duration=1s
+	args="-agents 3 -records 20 -many 8 -list-clients 3 $args"
+fi
 # shellcheck disable=SC2206 # word splitting of the extra flags is intended
-extra=(${ARGS:-})
+extra=($args)
 
 go build -o "$tmp/promptbench" ./cmd/promptbench
 go build -o "$tmp/promptd-after" ./cmd/promptd

@@ -2,15 +2,18 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,7 +27,7 @@ import (
 //
 //	bundle   20 agents x 900 KB configs in prod; 4, then 40 clients loop
 //	         GET /v1/bundle with the bundle's ETag in If-None-Match (304s)
-//	records  one board of 500 records x 100 KB payloads; 1, then 10 clients
+//	records  one board of 500 records x 50 KB payloads; 1, then 10 clients
 //	         loop GET /v1/boards/{b}/records?limit=500
 //	flood    one runtime token loops full bundles from 16 connections while
 //	         an admin reads one env pointer, timed; the same read alone
@@ -47,7 +50,7 @@ func runMemory(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&m.fewClients, "few", 4, "bundle clients of the reference phase")
 	fs.IntVar(&m.manyClients, "many", 40, "bundle clients of the measured phase")
 	fs.IntVar(&m.records, "records", 500, "records on the board (one page of limit=500)")
-	fs.IntVar(&m.payloadBytes, "payload-bytes", 100_000, "bytes of each record's payload (promptd's limit: 256 KiB)")
+	fs.IntVar(&m.payloadBytes, "payload-bytes", 50_000, "bytes of each record's payload (promptd's limit: 256 KiB)")
 	fs.IntVar(&m.listClients, "list-clients", 10, "record-list clients of the measured phase (the reference: 1)")
 	fs.IntVar(&m.flood, "flood", 16, "connections of the flooding token")
 	fs.StringVar(&m.prefix, "prefix", fmt.Sprintf("m%d", time.Now().Unix()%100000), "prefix of the agents, board and tokens it creates")
@@ -181,23 +184,32 @@ func (r *memReport) print(w io.Writer) {
 	}
 }
 
-// statuses counts the answers of a phase's clients by HTTP status; 0 is
-// a request that failed without one.
+// statuses counts the answers of a phase's clients by HTTP status (0: a
+// request that failed without one) and, for refusals, problem code.
 type statuses struct {
-	mu sync.Mutex
-	n  map[int]int
+	mu       sync.Mutex
+	n        map[int]int
+	problems map[int]map[string]int
 }
 
-func (s *statuses) add(code int) {
+func (s *statuses) add(a answer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.n == nil {
-		s.n = map[int]int{}
+		s.n, s.problems = map[int]int{}, map[int]map[string]int{}
 	}
-	s.n[code]++
+	s.n[a.code]++
+	if a.problem != "" {
+		if s.problems[a.code] == nil {
+			s.problems[a.code] = map[string]int{}
+		}
+		s.problems[a.code][a.problem]++
+	}
 }
 
-// of is the counts of the given statuses and of the rest, "304: 10, 429: 0, other: 0".
+// of is the counts of the given statuses and of the rest, with the
+// problem codes of a status that had more than one:
+// "304: 10, 503: 3 (overloaded 1, unavailable 2), other: 0".
 func (s *statuses) of(codes ...int) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -207,7 +219,15 @@ func (s *statuses) of(codes ...int) string {
 		rest += n
 	}
 	for _, c := range codes {
-		parts = append(parts, fmt.Sprintf("%d: %d", c, s.n[c]))
+		part := fmt.Sprintf("%d: %d", c, s.n[c])
+		if ps := s.problems[c]; len(ps) > 1 || (len(ps) == 1 && c == 503) {
+			var each []string
+			for _, p := range slices.Sorted(maps.Keys(ps)) {
+				each = append(each, fmt.Sprintf("%s %d", p, ps[p]))
+			}
+			part += " (" + strings.Join(each, ", ") + ")"
+		}
+		parts = append(parts, part)
 		rest -= s.n[c]
 	}
 	return strings.Join(append(parts, fmt.Sprintf("other: %d", rest)), ", ")
@@ -215,7 +235,7 @@ func (s *statuses) of(codes ...int) string {
 
 // clients runs fn from n goroutines until d has passed, each in a loop,
 // and counts the statuses it returns.
-func clients(ctx context.Context, n int, d time.Duration, fn func(ctx context.Context, w int) int) *statuses {
+func clients(ctx context.Context, n int, d time.Duration, fn func(ctx context.Context, w int) answer) *statuses {
 	var st statuses
 	end := time.Now().Add(d)
 	var wg sync.WaitGroup
@@ -232,12 +252,20 @@ func clients(ctx context.Context, n int, d time.Duration, fn func(ctx context.Co
 	return &st
 }
 
+// answer is what hit kept of a response.
+type answer struct {
+	code    int    // 0: the request failed without a status
+	problem string // a refusal's problem code (overloaded, quota_exceeded, unavailable)
+	etag    string
+	size    int64
+}
+
 // hit sends one request and reads its answer to the end without keeping
-// it: the status (0 when the request failed), the ETag and the body's size.
-func hit(ctx context.Context, method, url, token string, hdr ...string) (code int, etag string, size int64) {
+// the body (but a refusal's problem code).
+func hit(ctx context.Context, method, url, token string, hdr ...string) answer {
 	req, err := http.NewRequestWithContext(ctx, method, url, nil)
 	if err != nil {
-		return 0, "", 0
+		return answer{}
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -247,14 +275,21 @@ func hit(ctx context.Context, method, url, token string, hdr ...string) (code in
 	}
 	res, err := httpClient.Do(req)
 	if err != nil {
-		return 0, "", 0
+		return answer{}
 	}
 	defer res.Body.Close()
-	size, err = io.Copy(io.Discard, res.Body)
-	if err != nil {
-		return 0, "", size
+	a := answer{code: res.StatusCode, etag: res.Header.Get("ETag")}
+	if res.StatusCode >= 400 {
+		var p struct{ Code string }
+		b, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+		_ = json.Unmarshal(b, &p)
+		a.problem, a.size = p.Code, int64(len(b))
 	}
-	return res.StatusCode, res.Header.Get("ETag"), size
+	n, err := io.Copy(io.Discard, res.Body)
+	if a.size += n; err != nil {
+		return answer{}
+	}
+	return a
 }
 
 // promptdProc is a promptd that promptbench started: embedded, on a
@@ -305,7 +340,7 @@ func (p *promptdProc) start(ctx context.Context) error {
 	}
 	p.cmd = cmd
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(50 * time.Millisecond) {
-		if code, _, _ := hit(ctx, "GET", p.url+"/healthz", ""); code == http.StatusOK {
+		if hit(ctx, "GET", p.url+"/healthz", "").code == http.StatusOK {
 			return nil
 		}
 	}

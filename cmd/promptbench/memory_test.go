@@ -9,10 +9,10 @@ import (
 
 func TestStatuses_of_countsTheNamedAndTheRest(t *testing.T) {
 	var s statuses
-	for _, c := range []int{304, 304, 429, 0, 500} {
-		s.add(c)
+	for _, a := range []answer{{code: 304}, {code: 304}, {code: 429, problem: "quota_exceeded"}, {}, {code: 500}, {code: 503, problem: "overloaded"}} {
+		s.add(a)
 	}
-	if got, want := s.of(304, 200, 429), "304: 2, 200: 0, 429: 1, other: 2"; got != want {
+	if got, want := s.of(304, 200, 429, 503), "304: 2, 200: 0, 429: 1, 503: 1 (overloaded 1), other: 2"; got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 }
