@@ -9,7 +9,7 @@
 #   ./scripts/membench.sh
 #   BASE=fdb9668 ./scripts/membench.sh
 #   DURATION=3s ARGS='-records 200' ./scripts/membench.sh
-#   SHORT=1 ./scripts/membench.sh      # the CI smoke run: small sizes, 1 s phases (~10 s)
+#   SHORT=1 ./scripts/membench.sh      # a smoke run: small sizes, 1 s phases (9 s of CPU)
 #
 # Environment:
 #   BASE      a commit to measure beside HEAD (default: HEAD only)

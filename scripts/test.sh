@@ -112,9 +112,6 @@ run bash -c "cd examples/embedded && go vet ./... && go run ."
 section "README walkthroughs: pasted in sequence against a fresh promptd (scripts/readme-walkthrough.sh)"
 run ./scripts/readme-walkthrough.sh
 
-section "memory scenario smoke: promptbench memory at small sizes on an embedded promptd (SHORT=1 scripts/membench.sh)"
-run env SHORT=1 ./scripts/membench.sh
-
 section "sdk/python: mypy --strict, pyflakes, pytest against a real promptd"
 python_pkgs=""
 for mod in httpx:python3-httpx pytest:python3-pytest mypy:python3-mypy pyflakes:python3-pyflakes; do
