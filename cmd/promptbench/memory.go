@@ -57,6 +57,10 @@ func runMemory(ctx context.Context, args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if m.agents < 1 || m.configBytes < 100 || m.records < 1 || m.payloadBytes < 16 || m.fewClients < 1 || m.manyClients < 1 ||
+		m.listClients < 1 || m.flood < 1 || m.duration <= 0 {
+		return fmt.Errorf("sizes, client counts and -duration must be positive (-config-bytes at least 100, -payload-bytes 16)")
+	}
 	if *bin != "" {
 		p, err := startPromptd(ctx, *bin)
 		if err != nil {

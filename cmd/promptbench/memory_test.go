@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -48,5 +49,12 @@ func TestMemReport_printsAMarkdownRowPerMeasure(t *testing.T) {
 	r.print(&out)
 	if want := "| a: peak RSS | 20 MiB (10 at its start) | reference |\n"; !strings.HasSuffix(out.String(), want) {
 		t.Fatalf("got:\n%s", out.String())
+	}
+}
+
+func TestRunMemory_tinySizes_areRefused(t *testing.T) {
+	err := runMemory(context.Background(), []string{"-admin-token", "x", "-config-bytes", "10"}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "must be positive") {
+		t.Fatalf("err = %v", err)
 	}
 }
