@@ -15,6 +15,7 @@
 //	promptbench -url http://127.0.0.1:8080 -admin-token T -runtime-token R [-scenario all] [-duration 10s] [-conns 64] [-rounds 5]
 //	            [-mysql-dsn DSN] [-redis-url URL] [-metrics-token T]
 //	promptbench slowloris -url http://127.0.0.1:8080 [-conns 20000] [-pid PID] [-wait 2m]
+//	promptbench memory -promptd ./promptd | -url URL -admin-token T -pid PID [-duration 5s]
 //
 // slowloris opens that many slow or idle connections and reports whether
 // /healthz kept answering, promptd's RSS and when promptd closed them.
@@ -45,6 +46,9 @@ func main() {
 	args := os.Args[1:]
 	if len(args) > 0 && args[0] == "slowloris" {
 		runner, args = runSlowloris, args[1:]
+	}
+	if len(args) > 0 && args[0] == "memory" {
+		runner, args = runMemory, args[1:]
 	}
 	if err := runner(ctx, args, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "promptbench:", err)
