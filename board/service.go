@@ -73,6 +73,12 @@ type Service struct {
 	wakes   map[string]chan struct{} // board -> closed at its next change
 	cleaned time.Time                // the sweeper's last retention cleanup
 	defs    map[string]cachedDef     // board -> its machine as a claim last read it
+
+	// recheck is how often a waiting claimer looks again unwoken
+	// (ClaimRecheck; tests shorten it). waiting, when set, is called each
+	// time a claimer starts to wait (a test seam).
+	recheck time.Duration
+	waiting func(board string)
 }
 
 // cachedDef is a board's machine at one revision. A claim-next trusts it
@@ -134,7 +140,7 @@ func New(o Options) *Service {
 		o.Now = time.Now
 	}
 	s := &Service{o: o, db: o.DB, audit: audit.Log{Instance: o.Instance}, log: o.Logger, m: o.Metrics,
-		wakes: map[string]chan struct{}{}}
+		wakes: map[string]chan struct{}{}, recheck: ClaimRecheck}
 	o.Bus.Subscribe(EventKind, func(_ context.Context, ev events.Event) { s.wake(ev.ID) })
 	return s
 }
