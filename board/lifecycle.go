@@ -36,12 +36,14 @@ func (s *Service) DeleteBoard(ctx context.Context, board string, by Deleter) err
 		if !by.Admin && (row.CreatedBy == "" || row.CreatedBy != by.Name) {
 			return struct{}{}, &NotCreator{CreatedBy: row.CreatedBy}
 		}
-		var open []string
-		if err := tx.Raw(`SELECT id FROM board_records WHERE board = ? AND open_rec = 1`+sqlstore.ForUpdate(tx), board).Scan(&open).Error; err != nil {
+		// no record becomes open meanwhile: creates lock the board row
+		// first, and a terminal record never leaves its state
+		var open int64
+		if err := tx.Raw(`SELECT COUNT(*) FROM board_records WHERE board = ? AND open_rec = 1`+sqlstore.ForUpdate(tx), board).Scan(&open).Error; err != nil {
 			return struct{}{}, err
 		}
-		if len(open) > 0 {
-			return struct{}{}, &OpenRecords{Open: int64(len(open))}
+		if open > 0 {
+			return struct{}{}, &OpenRecords{Open: open}
 		}
 		return struct{}{}, s.dropBoard(ctx, tx, row, "deleted")
 	})
