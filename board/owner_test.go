@@ -3,6 +3,8 @@ package board_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"gorm.io/gorm"
@@ -69,6 +71,43 @@ func TestCreate_perTokenBoardLimit_isACount_notAQuota(t *testing.T) {
 		}
 		if _, _, err := s.Define(alice, "a3", board.DefaultDefinition(), 0); err != nil {
 			t.Fatalf("alice's board after deleting one: %v", err)
+		}
+	})
+}
+
+func TestCreate_perTokenBoardLimit_holdsUnderConcurrentCreates(t *testing.T) {
+	testenv.ForEachDialect(t, migrations(), func(t *testing.T, db *gorm.DB) {
+		const limit, tries = 3, 12
+		s := board.New(board.Options{DB: db, Instance: "test", MaxBoardsPerToken: limit})
+		alice := audit.WithActor(context.Background(), "alice")
+		var (
+			wg       sync.WaitGroup
+			mu       sync.Mutex
+			ok, over int
+			others   []error
+		)
+		for i := 0; i < tries; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				_, _, err := s.Create(alice, fmt.Sprintf("c%02d", i), board.RecordInput{Payload: []byte(`1`)})
+				var lim *board.LimitError
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					ok++
+				case errors.As(err, &lim):
+					over++
+				default:
+					others = append(others, err)
+				}
+			}(i)
+		}
+		wg.Wait()
+		if ok != limit || over != tries-limit || len(others) > 0 {
+			t.Fatalf("%d concurrent first creates of one token: %d created, %d over the limit, others %v; want %d created",
+				tries, ok, over, others, limit)
 		}
 	})
 }
