@@ -68,6 +68,7 @@ type boardResponse struct {
 	Claim       board.ClaimRule     `json:"claim"`
 	Terminal    []string            `json:"terminal"`
 	Quota       board.Quota         `json:"quota"`
+	CreatedBy   string              `json:"created_by"`
 	CreatedAt   timestamp           `json:"created_at"`
 	UpdatedAt   timestamp           `json:"updated_at"`
 }
@@ -75,7 +76,7 @@ type boardResponse struct {
 func boardBody(b *board.Board) boardResponse {
 	d := b.Definition
 	return boardResponse{Board: b.Board, Revision: b.Revision, States: d.States, Initial: d.Initial, Transitions: d.Transitions,
-		Claim: d.Claim, Terminal: d.Terminal, Quota: d.Quota, CreatedAt: timestamp(b.CreatedAt), UpdatedAt: timestamp(b.UpdatedAt)}
+		Claim: d.Claim, Terminal: d.Terminal, Quota: d.Quota, CreatedBy: b.CreatedBy, CreatedAt: timestamp(b.CreatedAt), UpdatedAt: timestamp(b.UpdatedAt)}
 }
 
 // boardTarget is the prelude of every /v1/boards/{board} handler.
@@ -159,6 +160,23 @@ func (s *Server) handleGetBoard(c echo.Context) error {
 	}
 	c.Response().Header().Set("ETag", strconv.Quote(strconv.FormatInt(b.Revision, 10)))
 	return s.send(c, http.StatusOK, boardBody(b))
+}
+
+// handleDeleteBoard: DELETE /v1/boards/{board} (runtime): its creator's
+// token or an admin token deletes the board, its definition and its
+// records, all of which must be terminal. 204; another token: 403
+// forbidden; records not terminal: 409 board_in_use; no such board (or
+// deleted already): 404 board_not_found.
+func (s *Server) handleDeleteBoard(c echo.Context) error {
+	bs, name, err := s.boardTarget(c)
+	if err != nil {
+		return err
+	}
+	by := board.Deleter{Name: actorOf(c), Admin: roleOf(c) == RoleAdmin}
+	if err := bs.DeleteBoard(c.Request().Context(), name, by); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
 }
 
 // createRecordRequest is the body of POST /v1/boards/{board}/records.

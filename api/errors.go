@@ -360,6 +360,8 @@ func limitDetail(l *promptstore.LimitError) string {
 		promptstore.LimitAssembledBytes: "the assembled answer would take more than %d bytes",
 		promptstore.LimitDiffBytes:      "the two configs take more than %d bytes together, too large to diff",
 		promptstore.LimitDiffLines:      "the two configs have more than %d lines together, too many to diff",
+		board.LimitBoardsPerToken:       "this token created %d boards, its limit; delete one it no longer uses (empty boards also expire)",
+		board.LimitBoards:               "the server holds %d boards, its limit; delete boards no longer used (empty boards also expire)",
 	}[l.Name]
 	if what == "" {
 		what = l.Name + " is limited to %d"
@@ -463,6 +465,8 @@ func boardProblem(err error) *Error {
 		cl    *board.Claimed
 		ce    *board.ClaimExpired
 		inUse *board.InUse
+		open  *board.OpenRecords
+		nc    *board.NotCreator
 		quota *board.QuotaExceeded
 	)
 	switch {
@@ -491,6 +495,12 @@ func boardProblem(err error) *Error {
 	case errors.As(err, &inUse):
 		return (&Error{Code: "board_in_use", Err: err, Detail: "records are in states the new definition removes"}).
 			With("states", inUse.States)
+	case errors.As(err, &open):
+		return (&Error{Code: "board_in_use", Err: err, Detail: fmt.Sprintf(
+			"%d records of the board are not in a terminal state; finish or cancel them first", open.Open)}).With("open_records", open.Open)
+	case errors.As(err, &nc):
+		return (&Error{Code: CodeForbidden, Err: err, Detail: "only the token that created the board, or an admin token, may delete it"}).
+			With("created_by", nc.CreatedBy)
 	case errors.As(err, &quota):
 		return (&Error{Code: "quota_exceeded", Err: err, Detail: fmt.Sprintf("over the board's %s limit (%d); retry later", quota.What, quota.Limit)}).
 			With("limit", quota.Limit).WithHeader("Retry-After", retryAfter(quota.RetryAfter))

@@ -64,6 +64,7 @@ func (s *Server) handleListSessions(c echo.Context) error {
 type boardSummary struct {
 	Board     string           `json:"board"`
 	Revision  int64            `json:"revision"`
+	CreatedBy string           `json:"created_by"`
 	Counts    map[string]int64 `json:"counts"`
 	CreatedAt timestamp        `json:"created_at"`
 	UpdatedAt timestamp        `json:"updated_at"`
@@ -86,7 +87,7 @@ func (s *Server) handleListBoards(c echo.Context) error {
 	out := list[boardSummary]{Items: make([]boardSummary, 0, len(boards)), Next: cursor(next)}
 	for _, b := range boards {
 		if visible(t, "", "", b.Board) {
-			out.Items = append(out.Items, boardSummary{Board: b.Board, Revision: b.Revision, Counts: b.Counts,
+			out.Items = append(out.Items, boardSummary{Board: b.Board, Revision: b.Revision, CreatedBy: b.CreatedBy, Counts: b.Counts,
 				CreatedAt: timestamp(b.CreatedAt), UpdatedAt: timestamp(b.UpdatedAt)})
 		}
 	}

@@ -135,8 +135,13 @@ func TestLists_scopedBoards_pageFullPagesOfInScopeBoardsAmongMany(t *testing.T) 
 		want := scopeNames("team-a-%02d", scopedWant)
 		all := append(append(scopeNames("aaa-%03d", scopedFill/2), nearTeamA...), scopeNames("zzz-%03d", scopedFill/2)...)
 		all = append(all, want...)
-		for _, b := range all {
-			a.ok(a.do("POST", "/v1/boards/"+b+"/records", runtime, `{"payload": {}}`), 201)
+		// one token creates at most PROMPTD_BOARD_MAX_PER_TOKEN (100) boards
+		creators := []string{runtime}
+		for i := 0; i < len(all)/100; i++ {
+			creators = append(creators, a.createToken(fmt.Sprintf(`{"name": "filler-%d", "role": "runtime"}`, i)))
+		}
+		for i, b := range all {
+			a.ok(a.do("POST", "/v1/boards/"+b+"/records", creators[i%len(creators)], `{"payload": {}}`), 201)
 		}
 		scoped := a.createToken(`{"name": "team-a", "role": "runtime", "scopes": {"boards": ["team-a-*"]}}`)
 		checkScopedPages(t, a, "/v1/boards", scoped, "board", want)

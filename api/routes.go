@@ -93,6 +93,7 @@ func (s *Server) routes() {
 	v1.GET("/boards", s.handleListBoards, runtime...) // lists.go
 	v1.PUT("/boards/:board", s.handlePutBoard, admin...)
 	v1.GET("/boards/:board", s.handleGetBoard, runtime...)
+	v1.DELETE("/boards/:board", s.handleDeleteBoard, runtime...)
 	v1.POST("/boards/:board/records", s.handleCreateRecord, idempotentRuntime...)
 	v1.GET("/boards/:board/records", s.handleListRecords, heavyRuntime...)
 	v1.GET("/boards/:board/records/:id", s.handleGetRecord, runtime...)
@@ -174,6 +175,7 @@ var routeNeeds = map[string]scopeNeed{
 	"DELETE /v1/leases/:lease_id":                             unscopedOnly,
 	"PUT /v1/boards/:board":                                   unscopedOnly,
 	"GET /v1/boards/:board":                                   boardOnly,
+	"DELETE /v1/boards/:board":                                boardOnly,
 	"POST /v1/boards/:board/records":                          boardOnly,
 	"GET /v1/boards/:board/records":                           boardOnly,
 	"GET /v1/boards/:board/records/:id":                       boardOnly,

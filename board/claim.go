@@ -18,11 +18,18 @@ type ClaimInput struct {
 	// TTL of the claim; 0: the board's claim.ttl_ms.
 	TTL time.Duration
 	// Wait: how long claim-next waits for an eligible record, woken by new
-	// or released records (on any instance), not by polling.
+	// or released records (on any instance), and looking again every
+	// ClaimRecheck for what no change announced.
 	Wait time.Duration
 	// MinPriority, when set, leaves records of lower priority alone.
 	MinPriority *int64
 }
+
+// ClaimRecheck is how often a waiting claim-next looks again when nothing
+// woke it: a change that announces nothing (a claim expiring, a claim's
+// transaction that locked the candidate and rolled back) is found within
+// it, not only when the wait runs out.
+const ClaimRecheck = 2 * time.Second
 
 // errNone: no eligible record; the claim's transaction rolls back (its
 // commit hooks stay unspent).
@@ -66,8 +73,6 @@ func (s *Service) claim(ctx context.Context, board, id string, in ClaimInput) (*
 	}
 	start := time.Now()
 	deadline := start.Add(in.Wait)
-	actor := audit.Actor(ctx)
-	win := int64(-1)
 	for attempt := 0; ; attempt++ {
 		// A claim publishes nothing: it makes no record claimable, and
 		// waking every waiter of the board for it cost each of them a
@@ -85,13 +90,7 @@ func (s *Service) claim(ctx context.Context, board, id string, in ClaimInput) (*
 		}
 		v, def, err := s.readClaimView(ctx, board, in.MinPriority)
 		if err != nil {
-			s.uncountAt(ctx, board, actor, win)
 			return nil, storeErr(err)
-		}
-		if attempt == 0 {
-			if win, err = s.countClaim(ctx, board, actor, def, v.NowMs); err != nil {
-				return nil, err
-			}
 		}
 		if emptyAt > 0 && emptyAt == v.Revision && v.ExpiredID == nil {
 			// the quick path found no record in the from state under this
@@ -107,30 +106,29 @@ func (s *Service) claim(ctx context.Context, board, id string, in ClaimInput) (*
 		case errors.Is(err, errRaced):
 			continue
 		case !errors.Is(err, errNone):
-			s.uncountAt(ctx, board, actor, win)
 			return nil, storeErr(err)
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			s.uncountAt(ctx, board, actor, win)
 			return nil, nil
 		}
-		t := time.NewTimer(left)
+		if s.waiting != nil {
+			s.waiting(board)
+		}
+		t := time.NewTimer(min(left, s.recheck))
 		select {
 		case <-wake:
 			t.Stop()
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			s.uncountAt(ctx, board, actor, win)
 			return nil, ctx.Err()
 		}
 	}
 }
 
 // claimKnown is claim-next's quick path on a board whose machine a claim
-// read before (and with no claim quota, which counts by the SQL clock
-// before the claim): the machine's revision, the clock and the first
+// read before: the machine's revision, the clock and the first
 // expired claim come with the candidate's locking read, in one statement
 // instead of two. A nil record: the caller goes the long way, which reads
 // the board first; emptyAt is then the machine's revision under which no
@@ -138,7 +136,7 @@ func (s *Service) claim(ctx context.Context, board, id string, in ClaimInput) (*
 // since and its machine is read again).
 func (s *Service) claimKnown(ctx context.Context, board, id string, in ClaimInput) (r *Record, emptyAt int64, err error) {
 	cd, known := s.cachedDef(board)
-	if id != "" || !known || cd.def.Quota.ClaimsPerMinute > 0 {
+	if id != "" || !known {
 		return nil, 0, nil
 	}
 	r, err = s.retryVictim(ctx, func() (*Record, error) { return s.claimOnce(ctx, board, "", in, cd.def, nil, cd.rev) })
@@ -288,6 +286,12 @@ func (s *Service) claimOnce(ctx context.Context, board, id string, in ClaimInput
 		}
 		if res.RowsAffected != 1 { // SQLite only: MySQL holds the row
 			return nil, errRaced
+		}
+		// the quota counts claims that take a record, in the claim's own
+		// transaction: one over it rolls back, and a claimer that waits
+		// or finds nothing spends none of it
+		if err := s.countClaim(tx, board, audit.Actor(ctx), def, now); err != nil {
+			return nil, err
 		}
 		if reclaim {
 			s.m.reclaimed(board, 1)

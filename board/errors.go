@@ -18,6 +18,35 @@ var (
 // promptstore's: one revision-conflict type across promptd.
 type RevisionConflict = promptstore.RevisionConflict
 
+// LimitError: a count over its limit that retrying does not lower (Name:
+// LimitBoards, LimitBoardsPerToken). It is promptstore's: one limit type
+// across promptd.
+type LimitError = promptstore.LimitError
+
+// Names of the limits of LimitError.
+const (
+	LimitBoards         = "boards"
+	LimitBoardsPerToken = "boards_per_token"
+)
+
+// NotCreator: only the board's creator (or an admin token) may delete it.
+type NotCreator struct {
+	CreatedBy string
+}
+
+func (e *NotCreator) Error() string {
+	return fmt.Sprintf("board: created by %q; only its creator or an admin token may delete it", e.CreatedBy)
+}
+
+// OpenRecords: the board has records not yet in a terminal state.
+type OpenRecords struct {
+	Open int64
+}
+
+func (e *OpenRecords) Error() string {
+	return fmt.Sprintf("board: %d records are not in a terminal state", e.Open)
+}
+
 // InvalidError is bad input, with the field it concerns (promptstore's
 // type, so every domain package says "invalid" the same way).
 type InvalidError = promptstore.InvalidError
@@ -85,7 +114,7 @@ func (e *InUse) Error() string { return fmt.Sprintf("board: records are in state
 // actor, or a create over the non-terminal record limit. RetryAfter is
 // when to try again.
 type QuotaExceeded struct {
-	What       string // "claims_per_minute", "records", "boards"
+	What       string // "claims_per_minute", "records"
 	Limit      int64
 	RetryAfter time.Duration
 }

@@ -2,6 +2,7 @@ package board_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,7 +31,14 @@ func Example() {
 	done := "done"
 	r, _ = s.Patch(ctx, "crawl", c.ID, board.Update{ExpectedRevision: r.Revision, Fence: &c.Fence, State: &done, Payload: []byte(`{"status": 200}`)})
 	fmt.Println(r.State, r.Owner == "", string(r.Payload))
+
+	// Every record terminal: the board's creator (here "system", no token)
+	// deletes it.
+	err := s.DeleteBoard(ctx, "crawl", board.Deleter{Name: "system"})
+	_, err2 := s.GetBoard(ctx, "crawl")
+	fmt.Println(err, errors.Is(err2, board.ErrBoardNotFound))
 	// Output:
 	// page-1 claimed worker-1 1
 	// done true {"status": 200}
+	// <nil> true
 }

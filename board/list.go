@@ -15,6 +15,7 @@ import (
 type Summary struct {
 	Board     string
 	Revision  int64
+	CreatedBy string
 	Counts    map[string]int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
@@ -48,7 +49,7 @@ func (s *Service) ListBoards(ctx context.Context, limit int, cursor string, boar
 		N            int64
 	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Raw(`SELECT board, revision, definition, created_at_ms, updated_at_ms FROM boards WHERE `+where+`
+		if err := tx.Raw(`SELECT board, revision, definition, created_by, created_at_ms, updated_at_ms FROM boards WHERE `+where+`
 			ORDER BY board LIMIT ?`, append(args, limit+1)...).Scan(&rows).Error; err != nil {
 			return err
 		}
@@ -75,7 +76,7 @@ func (s *Service) ListBoards(ctx context.Context, limit int, cursor string, boar
 		if err != nil {
 			return nil, "", err
 		}
-		sum := &Summary{Board: b.Board, Revision: b.Revision, Counts: make(map[string]int64, len(b.Definition.States)),
+		sum := &Summary{Board: b.Board, Revision: b.Revision, CreatedBy: b.CreatedBy, Counts: make(map[string]int64, len(b.Definition.States)),
 			CreatedAt: b.CreatedAt, UpdatedAt: b.UpdatedAt}
 		for _, st := range b.Definition.States {
 			sum.Counts[st] = 0

@@ -15,8 +15,11 @@ type Board struct {
 	Board      string
 	Revision   int64
 	Definition Definition
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// CreatedBy is the token that created the board ("" for a board older
+	// than this field); it and an admin token may delete the board.
+	CreatedBy string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Record is one record of a board. Owner, Fence and ClaimExpiresAt are
@@ -123,6 +126,7 @@ type boardRow struct {
 	Board       string
 	Revision    int64
 	Definition  string
+	CreatedBy   string
 	CreatedAtMs int64
 	UpdatedAtMs int64
 	NowMs       int64
@@ -133,6 +137,6 @@ func (r *boardRow) board() (*Board, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Board{Board: r.Board, Revision: r.Revision, Definition: *d, CreatedAt: time.UnixMilli(r.CreatedAtMs).UTC(),
+	return &Board{Board: r.Board, Revision: r.Revision, Definition: *d, CreatedBy: r.CreatedBy, CreatedAt: time.UnixMilli(r.CreatedAtMs).UTC(),
 		UpdatedAt: time.UnixMilli(r.UpdatedAtMs).UTC()}, nil
 }

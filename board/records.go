@@ -13,6 +13,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -74,8 +75,16 @@ func (s *Service) Create(ctx context.Context, board string, in RecordInput) (*Re
 			return r.record(), nil
 		})
 		// two first creates of one board, or of one dedupe_key, raced: the
-		// loser's retry finds the winner's row
-		if err == nil || attempt > 0 || !sqlstore.IsDuplicate(err) {
+		// loser's retry finds the winner's row; the board expired (idle)
+		// between ensureBoard and the create: it is created again
+		if err == nil || attempt > 0 {
+			break
+		}
+		if errors.Is(err, ErrBoardNotFound) {
+			if err = s.ensureBoard(ctx, board); err != nil {
+				return nil, false, err
+			}
+		} else if !sqlstore.IsDuplicate(err) {
 			break
 		}
 	}
@@ -105,7 +114,7 @@ func (s *Service) ensureBoard(ctx context.Context, board string) error {
 			return false, err
 		}
 		d := DefaultDefinition()
-		if err := s.insertBoard(tx, board, &d, now); err != nil {
+		if err := s.insertBoard(tx, board, &d, now, audit.Actor(ctx)); err != nil {
 			return false, err
 		}
 		return true, s.boardEvent(ctx, tx, board, 1)

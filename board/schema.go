@@ -7,7 +7,7 @@ import (
 )
 
 // Migrations create boards, their records, the dedupe keys (the
-// processed-ID set) and the claim quota counters.
+// processed-ID set), the claim quota counters and the boards' creators.
 func Migrations() []sqlstore.Migration {
 	return []sqlstore.Migration{{Component: "board", Version: 1, Name: "boards, board_records, board_dedupe, board_quota", Up: func(tx *gorm.DB) error {
 		d := sqlstore.Dialect(tx)
@@ -81,5 +81,28 @@ func Migrations() []sqlstore.Migration {
 			}
 		}
 		return nil
-	}}}
+	}}, {Component: "board", Version: 2, Name: "boards.created_by and board_creators, the per-token board count", Up: addCreators}}
+}
+
+// addCreators records the token that created each board (boards created
+// before it: "", deletable by an admin token only) and counts the boards
+// of each creator, the count the per-token limit is checked on.
+func addCreators(tx *gorm.DB) error {
+	d := sqlstore.Dialect(tx)
+	if !tx.Migrator().HasColumn("boards", "created_by") {
+		if err := tx.Exec(`ALTER TABLE boards ADD COLUMN created_by ` + sqlstore.KeyColumnType(d, 256) + ` NOT NULL DEFAULT ''`).Error; err != nil {
+			return err
+		}
+	}
+	if err := sqlstore.CreateTable(tx, sqlstore.Table{
+		Name:    "board_creators",
+		Columns: []string{"created_by " + sqlstore.KeyColumnType(d, 256) + " NOT NULL", "boards BIGINT NOT NULL"},
+		Primary: []string{"created_by"},
+	}); err != nil {
+		return err
+	}
+	if err := tx.Exec(`DELETE FROM board_creators`).Error; err != nil {
+		return err
+	}
+	return tx.Exec(`INSERT INTO board_creators (created_by, boards) SELECT created_by, COUNT(*) FROM boards GROUP BY created_by`).Error
 }

@@ -23,10 +23,15 @@ import (
 const (
 	DefaultMaxRecords = 100000
 	DefaultMaxBoards  = 1000
-	DefaultRetention  = 720 * time.Hour
-	DefaultDedupeTTL  = 168 * time.Hour
-	MaxPayloadBytes   = 256 << 10
-	MaxWait           = 30 * time.Second
+	// DefaultMaxBoardsPerToken bounds the boards one token created.
+	DefaultMaxBoardsPerToken = 100
+	// DefaultIdleRetention: a board with no records whose definition is
+	// older than it is deleted.
+	DefaultIdleRetention = 168 * time.Hour
+	DefaultRetention     = 720 * time.Hour
+	DefaultDedupeTTL     = 168 * time.Hour
+	MaxPayloadBytes      = 256 << 10
+	MaxWait              = 30 * time.Second
 )
 
 // EventKind is the kind of the bus events a record change publishes
@@ -47,9 +52,17 @@ type Options struct {
 	Logger   *slog.Logger
 	Metrics  *Metrics
 	// MaxRecords bounds the non-terminal records of a board
-	// (PROMPTD_BOARD_MAX_RECORDS, 100,000); MaxBoards the boards (1,000).
-	MaxRecords int64
-	MaxBoards  int64
+	// (PROMPTD_BOARD_MAX_RECORDS, 100,000); MaxBoards the boards (1,000);
+	// MaxBoardsPerToken the boards one token created
+	// (PROMPTD_BOARD_MAX_PER_TOKEN, 100), so that no token uses up
+	// MaxBoards for the others.
+	MaxRecords        int64
+	MaxBoards         int64
+	MaxBoardsPerToken int64
+	// IdleRetention: a board without records (none created yet, or all
+	// deleted past Retention) whose definition was last written longer ago
+	// is deleted by the sweeper (PROMPTD_BOARD_IDLE_RETENTION, 168h).
+	IdleRetention time.Duration
 	// Retention: terminal records are deleted after it
 	// (PROMPTD_BOARD_RETENTION, 720h). DedupeTTL: how long a dedupe_key is
 	// remembered (PROMPTD_BOARD_DEDUPE_TTL, 168h).
@@ -73,6 +86,12 @@ type Service struct {
 	wakes   map[string]chan struct{} // board -> closed at its next change
 	cleaned time.Time                // the sweeper's last retention cleanup
 	defs    map[string]cachedDef     // board -> its machine as a claim last read it
+
+	// recheck is how often a waiting claimer looks again unwoken
+	// (ClaimRecheck; tests shorten it). waiting, when set, is called each
+	// time a claimer starts to wait (a test seam).
+	recheck time.Duration
+	waiting func(board string)
 }
 
 // cachedDef is a board's machine at one revision. A claim-next trusts it
@@ -121,6 +140,12 @@ func New(o Options) *Service {
 	if o.MaxBoards <= 0 {
 		o.MaxBoards = DefaultMaxBoards
 	}
+	if o.MaxBoardsPerToken <= 0 {
+		o.MaxBoardsPerToken = DefaultMaxBoardsPerToken
+	}
+	if o.IdleRetention <= 0 {
+		o.IdleRetention = DefaultIdleRetention
+	}
 	if o.Retention <= 0 {
 		o.Retention = DefaultRetention
 	}
@@ -134,7 +159,7 @@ func New(o Options) *Service {
 		o.Now = time.Now
 	}
 	s := &Service{o: o, db: o.DB, audit: audit.Log{Instance: o.Instance}, log: o.Logger, m: o.Metrics,
-		wakes: map[string]chan struct{}{}}
+		wakes: map[string]chan struct{}{}, recheck: ClaimRecheck}
 	o.Bus.Subscribe(EventKind, func(_ context.Context, ev events.Event) { s.wake(ev.ID) })
 	return s
 }
@@ -156,7 +181,7 @@ func (s *Service) nowExpr(db *gorm.DB) (string, []any) {
 // readBoard reads a board's row and the SQL clock in one round trip.
 func (s *Service) readBoard(db *gorm.DB, board string, lock bool) (*boardRow, error) {
 	now, args := s.nowExpr(db)
-	q := `SELECT board, revision, definition, created_at_ms, updated_at_ms, ` + now + ` AS now_ms FROM boards WHERE board = ?`
+	q := `SELECT board, revision, definition, created_by, created_at_ms, updated_at_ms, ` + now + ` AS now_ms FROM boards WHERE board = ?`
 	if lock {
 		q += sqlstore.ForUpdate(db)
 	}
@@ -256,10 +281,11 @@ func (s *Service) Define(ctx context.Context, board string, def Definition, expe
 			if err != nil {
 				return out{}, err
 			}
-			if err := s.insertBoard(tx, board, &def, now); err != nil {
+			by := audit.Actor(ctx)
+			if err := s.insertBoard(tx, board, &def, now, by); err != nil {
 				return out{}, err
 			}
-			return out{b: &Board{Board: board, Revision: 1, Definition: def, CreatedAt: time.UnixMilli(now).UTC(),
+			return out{b: &Board{Board: board, Revision: 1, Definition: def, CreatedBy: by, CreatedAt: time.UnixMilli(now).UTC(),
 				UpdatedAt: time.UnixMilli(now).UTC()}, created: true}, s.boardEvent(ctx, tx, board, 1)
 		case err != nil:
 			return out{}, err
@@ -286,7 +312,7 @@ func (s *Service) Define(ctx context.Context, board string, def Definition, expe
 			}
 			return out{}, &RevisionConflict{Expected: expected, Current: expected + 1}
 		}
-		return out{b: &Board{Board: board, Revision: expected + 1, Definition: def, CreatedAt: time.UnixMilli(row.CreatedAtMs).UTC(),
+		return out{b: &Board{Board: board, Revision: expected + 1, Definition: def, CreatedBy: row.CreatedBy, CreatedAt: time.UnixMilli(row.CreatedAtMs).UTC(),
 			UpdatedAt: time.UnixMilli(row.NowMs).UTC()}}, s.boardEvent(ctx, tx, board, expected+1)
 	})
 	if err != nil {
@@ -301,17 +327,36 @@ func (s *Service) boardEvent(ctx context.Context, tx *gorm.DB, board string, rev
 		map[string]any{"board": board, "revision": rev})
 }
 
-// insertBoard inserts a board at revision 1, within the board limit.
-func (s *Service) insertBoard(tx *gorm.DB, board string, def *Definition, now int64) error {
-	var n int64
-	if err := tx.Raw(`SELECT COUNT(*) FROM boards`).Scan(&n).Error; err != nil {
+// insertBoard inserts a board at revision 1 created by by, within the
+// limits: MaxBoards in all, MaxBoardsPerToken of one creator. The
+// creator's count is incremented first, which locks its row to the
+// commit: creates of one token take turns, so its count is exact, and a
+// create over either limit rolls back with its increment. Both are counts
+// that only a deletion (DeleteBoard, or an empty board's expiry) lowers,
+// so they are *promptstore.LimitError, not a quota to retry.
+func (s *Service) insertBoard(tx *gorm.DB, board string, def *Definition, now int64, by string) error {
+	up := `INSERT INTO board_creators (created_by, boards) VALUES (?, 1) ON DUPLICATE KEY UPDATE boards = boards + 1`
+	if sqlstore.Dialect(tx) != sqlstore.MySQL {
+		up = `INSERT INTO board_creators (created_by, boards) VALUES (?, 1) ON CONFLICT (created_by) DO UPDATE SET boards = boards + 1`
+	}
+	if err := tx.Exec(up, by).Error; err != nil {
 		return err
 	}
-	if n >= s.o.MaxBoards {
-		return &QuotaExceeded{What: "boards", Limit: s.o.MaxBoards, RetryAfter: time.Minute}
+	var mine, all int64
+	if err := tx.Raw(`SELECT boards FROM board_creators WHERE created_by = ?`, by).Scan(&mine).Error; err != nil {
+		return err
 	}
-	return tx.Exec(`INSERT INTO boards (board, revision, definition, created_at_ms, updated_at_ms) VALUES (?, 1, ?, ?, ?)`,
-		board, def.marshal(), now, now).Error
+	if mine > s.o.MaxBoardsPerToken {
+		return &LimitError{Name: LimitBoardsPerToken, Limit: s.o.MaxBoardsPerToken}
+	}
+	if err := tx.Raw(`SELECT COUNT(*) FROM boards`).Scan(&all).Error; err != nil {
+		return err
+	}
+	if all >= s.o.MaxBoards {
+		return &LimitError{Name: LimitBoards, Limit: s.o.MaxBoards}
+	}
+	return tx.Exec(`INSERT INTO boards (board, revision, definition, created_by, created_at_ms, updated_at_ms) VALUES (?, 1, ?, ?, ?, ?)`,
+		board, def.marshal(), by, now, now).Error
 }
 
 func containsState(states []string, s string) bool {

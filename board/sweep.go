@@ -28,6 +28,9 @@ const sweepBatch = 500
 // SweepResult counts what a sweep did.
 type SweepResult struct {
 	Reclaimed, Exhausted, Deleted int
+	// Expired counts the boards deleted for being empty past
+	// Options.IdleRetention.
+	Expired int
 }
 
 // Sweep runs the reclaim sweeper for d, a pass every `every`, as a
@@ -38,7 +41,8 @@ type SweepResult struct {
 // claim_expires_at <= now by the SQL clock in the UPDATE's condition, so
 // of a last-moment completion and the sweeper exactly one wins. About
 // once a minute it also deletes terminal records past the retention,
-// dedupe keys past their TTL and old quota windows. Without the lock
+// dedupe keys past their TTL, old quota windows and the boards without
+// records whose definition is older than the idle retention. Without the lock
 // store the sweep runs anyway: its conditions alone keep it correct.
 func (s *Service) Sweep(ctx context.Context, d, every time.Duration) (SweepResult, error) {
 	var total SweepResult
@@ -51,6 +55,7 @@ func (s *Service) Sweep(ctx context.Context, d, every time.Duration) (SweepResul
 		for {
 			r, err := s.sweepOnce(ctx)
 			total.Reclaimed, total.Exhausted, total.Deleted = total.Reclaimed+r.Reclaimed, total.Exhausted+r.Exhausted, total.Deleted+r.Deleted
+			total.Expired += r.Expired
 			if err != nil || time.Now().Add(every).After(end) {
 				return err
 			}
@@ -121,6 +126,11 @@ func (s *Service) sweepOnce(ctx context.Context) (SweepResult, error) {
 	if due {
 		n, err := s.cleanup(sctx, now)
 		res.Deleted += n
+		if err != nil {
+			return res, storeErr(err)
+		}
+		n, err = s.expireIdle(sctx, now-s.o.IdleRetention.Milliseconds())
+		res.Expired += n
 		if err != nil {
 			return res, storeErr(err)
 		}

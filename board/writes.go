@@ -129,6 +129,13 @@ func (s *Service) Patch(ctx context.Context, board, id string, u Update) (*Recor
 				next.OpenRec = 0
 			}
 		}
+		// left unowned in the claim's from state with no attempt left, the
+		// record could never be claimed again, nor be exhausted by the
+		// sweeper (which looks at expired claims only): it is exhausted
+		// here, as a release on the last attempt exhausts it
+		if next.Owner == "" && next.State == def.Claim.From && next.Attempts >= def.Claim.MaxAttempts {
+			next.State, next.OpenRec = def.Claim.Exhausted, 0
+		}
 		if err := s.write(tx, r, &next); err != nil {
 			return nil, err
 		}

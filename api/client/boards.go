@@ -48,6 +48,7 @@ type Board struct {
 	Board    string `json:"board"`
 	Revision int64  `json:"revision"`
 	BoardDefinition
+	CreatedBy string    `json:"created_by"` // the token that created it
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -138,6 +139,13 @@ func (c *Client) GetBoard(ctx context.Context, board string) (*Board, error) {
 	var b Board
 	_, err := c.do(ctx, call{method: http.MethodGet, path: boardPath(board)}, &b)
 	return ret(&b, err)
+}
+
+// DeleteBoard deletes a board and its records (its creator's token or an
+// admin token; every record terminal, else board_in_use).
+func (c *Client) DeleteBoard(ctx context.Context, board string) error {
+	_, err := c.do(ctx, call{method: http.MethodDelete, path: boardPath(board)}, nil)
+	return err
 }
 
 // CreateRecord adds a record (with an Idempotency-Key, so a retry creates

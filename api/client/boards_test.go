@@ -62,15 +62,28 @@ func TestBoards_createClaimRunDone_andTheErrorsOfTheWriteRule(t *testing.T) {
 	if err != nil || cl2 == nil {
 		t.Fatalf("claim one = %+v, %v", cl2, err)
 	}
-	if r, err := s.rt.ReleaseRecord(ctx, "tasks", "low", cl2.Fence); err != nil || r.State != "pending" || r.Owner != "" || r.Fence != cl2.Fence+1 {
+	r, err := s.rt.ReleaseRecord(ctx, "tasks", "low", cl2.Fence)
+	if err != nil || r.State != "pending" || r.Owner != "" || r.Fence != cl2.Fence+1 {
 		t.Fatalf("release = %+v, %v", r, err)
 	}
 	if _, err := s.rt.ClaimRecord(ctx, "tasks", "high", client.ClaimRequest{Holder: "w2"}); !errors.Is(err, client.ErrInvalidTransition) {
 		t.Fatalf("claim of a done record: %v", err)
 	}
 	b, err := s.rt.GetBoard(ctx, "tasks")
-	if err != nil || b.Revision != 1 || b.Claim.From != "pending" || b.Claim.TTLMs != 30000 {
+	if err != nil || b.Revision != 1 || b.Claim.From != "pending" || b.Claim.TTLMs != 30000 || b.CreatedBy == "" {
 		t.Fatalf("board = %+v, %v", b, err)
+	}
+	if err := s.rt.DeleteBoard(ctx, "tasks"); !errors.Is(err, client.Code("board_in_use")) { // low is pending
+		t.Fatalf("delete a board with a pending record: %v", err)
+	}
+	if _, err := s.rt.UpdateRecord(ctx, "tasks", "low", client.RecordUpdate{ExpectedRevision: r.Revision, State: "cancelled"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.rt.DeleteBoard(ctx, "tasks"); err != nil {
+		t.Fatalf("delete a board whose records are terminal: %v", err)
+	}
+	if _, err := s.rt.GetBoard(ctx, "tasks"); err == nil {
+		t.Fatal("the deleted board is still there")
 	}
 }
 

@@ -33,6 +33,7 @@ func (c *Client) ListSessions(ctx context.Context, o ListSessionsOptions) (*Page
 type BoardSummary struct {
 	Board     string           `json:"board"`
 	Revision  int64            `json:"revision"`
+	CreatedBy string           `json:"created_by"`
 	Counts    map[string]int64 `json:"counts"`
 	CreatedAt time.Time        `json:"created_at"`
 	UpdatedAt time.Time        `json:"updated_at"`

@@ -140,7 +140,7 @@ func (m *Main) Open(ctx context.Context) error {
 		},
 		Releases: release.Options{GuardMetrics: release.NewGuardMetrics(m.registry)},
 		Boards: board.Options{Metrics: board.NewMetrics(m.registry), MaxRecords: cfg.BoardMaxRecords, Retention: cfg.BoardRetention,
-			DedupeTTL: cfg.BoardDedupeTTL},
+			DedupeTTL: cfg.BoardDedupeTTL, MaxBoardsPerToken: cfg.BoardMaxPerToken, IdleRetention: cfg.BoardIdleRetention},
 		Sessions: session.Options{
 			IdleTTL: cfg.SessionIdleTTL, Retention: cfg.SessionRetention,
 			MaxSessionTurns: cfg.SessionMaxTurns, MaxSessionBytes: cfg.SessionMaxBytes, MaxStateKeys: cfg.SessionMaxStateKeys,

@@ -73,6 +73,8 @@ var configVars = []string{
 	"PROMPTD_BOARD_MAX_RECORDS",
 	"PROMPTD_BOARD_RETENTION",
 	"PROMPTD_BOARD_DEDUPE_TTL",
+	"PROMPTD_BOARD_MAX_PER_TOKEN",
+	"PROMPTD_BOARD_IDLE_RETENTION",
 	"PROMPTD_ETCD_ENDPOINTS",
 	"PROMPTD_ETCD_USERNAME",
 	"PROMPTD_ETCD_PASSWORD",
@@ -159,10 +161,13 @@ type Config struct {
 	IdleTimeout       time.Duration
 	MaxConns          int
 	// Boards: non-terminal records per board, how long terminal records
-	// and dedupe keys are kept.
-	BoardMaxRecords int64
-	BoardRetention  time.Duration
-	BoardDedupeTTL  time.Duration
+	// and dedupe keys are kept, boards per creating token, how long an
+	// empty board is kept.
+	BoardMaxRecords    int64
+	BoardRetention     time.Duration
+	BoardDedupeTTL     time.Duration
+	BoardMaxPerToken   int64
+	BoardIdleRetention time.Duration
 	// Leases on etcd (etcd.go): every lease goes through it when set.
 	Etcd EtcdConfig
 	// Webhooks (api/openapi.yaml, Webhooks).
@@ -252,6 +257,8 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.BoardMaxRecords = e.count("PROMPTD_BOARD_MAX_RECORDS", board.DefaultMaxRecords)
 	c.BoardRetention = e.duration("PROMPTD_BOARD_RETENTION", board.DefaultRetention)
 	c.BoardDedupeTTL = e.duration("PROMPTD_BOARD_DEDUPE_TTL", board.DefaultDedupeTTL)
+	c.BoardMaxPerToken = e.count("PROMPTD_BOARD_MAX_PER_TOKEN", board.DefaultMaxBoardsPerToken)
+	c.BoardIdleRetention = e.duration("PROMPTD_BOARD_IDLE_RETENTION", board.DefaultIdleRetention)
 	c.Etcd = readEtcdConfig(e)
 	c.WebhookAllowHTTP = e.boolean("PROMPTD_WEBHOOK_ALLOW_HTTP", false)
 	c.WebhookAllowPrivate = e.boolean("PROMPTD_WEBHOOK_ALLOW_PRIVATE", false)

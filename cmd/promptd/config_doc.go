@@ -58,6 +58,8 @@ var configDocs = map[string]configDoc{
 	"PROMPTD_BOARD_MAX_RECORDS":          {"100000", "non-terminal records one board may hold"},
 	"PROMPTD_BOARD_RETENTION":            {"720h", "terminal board records are deleted this long after"},
 	"PROMPTD_BOARD_DEDUPE_TTL":           {"168h", "how long a board remembers a record's dedupe_key"},
+	"PROMPTD_BOARD_MAX_PER_TOKEN":        {"100", "boards one token may have created (422 limit_exceeded beyond)"},
+	"PROMPTD_BOARD_IDLE_RETENTION":       {"168h", "a board without records whose definition is older is deleted"},
 	"PROMPTD_MAX_CONNS":                  {"16384", "connections served at once (lowered to fit the open-file limit)"},
 	"PROMPTD_ETCD_ENDPOINTS":             {"empty: leases on Redis, else in memory", "comma-separated etcd v3 client URLs: every lease on etcd"},
 	"PROMPTD_ETCD_USERNAME":              {"empty", "etcd auth user (with PROMPTD_ETCD_PASSWORD)"},

@@ -44,6 +44,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Int64("board_max_records", c.BoardMaxRecords),
 		slog.String("board_retention", c.BoardRetention.String()),
 		slog.String("board_dedupe_ttl", c.BoardDedupeTTL.String()),
+		slog.Int64("board_max_per_token", c.BoardMaxPerToken),
+		slog.String("board_idle_retention", c.BoardIdleRetention.String()),
 	)
 }
 
