@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -49,8 +50,13 @@ func (s *Server) handleBundle(c echo.Context) error {
 		q.Visible = func(agent, env string) bool { return visible(t, agent, env, "") }
 	}
 	inm := c.Request().Header.Get("If-None-Match")
-	if inm != "" {
-		q.IfNoneMatch = func(etag string) bool { return etagMatches(inm, etag) }
+	var cached []byte // a body this instance built for the same content
+	q.IfNoneMatch = func(etag string) bool {
+		if inm != "" && etagMatches(inm, etag) {
+			return true
+		}
+		cached = s.bundleBodies.get(etag)
+		return cached != nil
 	}
 	b, err := rs.Bundle(c.Request().Context(), q)
 	if err != nil {
@@ -60,18 +66,63 @@ func (s *Server) handleBundle(c echo.Context) error {
 	h.Set("ETag", b.ETag)
 	h.Set(echo.HeaderVary, echo.HeaderAuthorization)
 	h.Set(echo.HeaderCacheControl, "private, no-cache")
-	if b.NotModified {
+	if b.NotModified && cached == nil {
 		return notModified(c) // decided before any config was read
 	}
-	body, err := encodeJSON(b)
-	if err != nil {
-		return err
-	}
-	if int64(len(body)) > s.cfg.BundleMaxBytes {
-		h.Del("ETag")
-		return &release.BundleTooLarge{Limit: s.cfg.BundleMaxBytes}
+	body := cached
+	if body == nil {
+		if body, err = encodeJSON(b); err != nil {
+			return err
+		}
+		if int64(len(body)) > s.cfg.BundleMaxBytes {
+			h.Del("ETag")
+			return &release.BundleTooLarge{Limit: s.cfg.BundleMaxBytes}
+		}
+		s.bundleBodies.put(b.ETag, body)
 	}
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
+}
+
+// bundleCacheBytes bounds the bundle bodies an instance keeps.
+const bundleCacheBytes = 64 << 20
+
+// bodyCache keeps the most recently built bundle bodies by ETag (a digest
+// of the content, the cursor included, so one ETag is one body whatever
+// token asked): clients that fetch the same bundle share one body instead
+// of each reading the configs and encoding it again. Bounded by bytes; a
+// body is never changed once kept.
+type bodyCache struct {
+	mu    sync.Mutex
+	max   int
+	bytes int
+	order []string // oldest first
+	m     map[string][]byte
+}
+
+func newBodyCache(max int) *bodyCache { return &bodyCache{max: max, m: map[string][]byte{}} }
+
+func (c *bodyCache) get(etag string) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[etag]
+}
+
+func (c *bodyCache) put(etag string, body []byte) {
+	if len(body) > c.max/2 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[etag]; ok {
+		return
+	}
+	c.m[etag], c.bytes, c.order = body, c.bytes+len(body), append(c.order, etag)
+	for c.bytes > c.max {
+		old := c.order[0]
+		c.order = c.order[1:]
+		c.bytes -= len(c.m[old])
+		delete(c.m, old)
+	}
 }
 
 // nameList reads a comma-separated list of identifiers from the query

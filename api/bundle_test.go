@@ -322,7 +322,18 @@ func TestBundle_conditionalThatMatches_readsNoConfig(t *testing.T) {
 	if n := configReads.Load(); n != 0 {
 		t.Fatalf("5 matching conditional requests read configs %d times; want 0", n)
 	}
-	if rec := a.do("GET", "/v1/bundle", runtime, "", "If-None-Match", `"other"`); rec.Code != 200 || configReads.Load() == 0 {
-		t.Fatalf("a conditional that does not match = %d, config reads %d", rec.Code, configReads.Load())
+	// The same content again, unconditionally: this instance's body of it,
+	// with no config read either (clients fetching one bundle share one body).
+	first := a.do("GET", "/v1/bundle", runtime, "")
+	rec := a.do("GET", "/v1/bundle", runtime, "", "If-None-Match", `"other"`)
+	if rec.Code != 200 || rec.Body.String() != first.Body.String() || configReads.Load() != 0 {
+		t.Fatalf("a conditional that does not match = %d (same body %v), config reads %d; want the kept body",
+			rec.Code, rec.Body.String() == first.Body.String(), configReads.Load())
+	}
+	// Changed content: a new ETag, its configs read.
+	a.publish("support", "staging", 2, 0)
+	a.settled()
+	if rec := a.do("GET", "/v1/bundle", runtime, ""); rec.Code != 200 || rec.Header().Get("ETag") == etag || configReads.Load() == 0 {
+		t.Fatalf("after a change = %d, ETag %s (was %s), config reads %d", rec.Code, rec.Header().Get("ETag"), etag, configReads.Load())
 	}
 }

@@ -222,9 +222,11 @@ type Server struct {
 	// Shutdown.
 	streams   *streamSlots
 	heavyGate *heavyGate
-	frames    frameCache
-	closing   context.Context
-	closeAll  context.CancelFunc
+	// bundleBodies keeps recently built bundle bodies by ETag.
+	bundleBodies *bodyCache
+	frames       frameCache
+	closing      context.Context
+	closeAll     context.CancelFunc
 }
 
 // New returns a server with every route registered.
@@ -291,8 +293,9 @@ func New(cfg Config) *Server {
 		limits: map[string]int64{"/v1/import": cfg.ImportMaxBytes}, answers: newAnswerCache(answerCacheBytes),
 		secretHashes: hashSecrets(cfg.Tokens), bootstrap: bootstrapTokens(cfg.Tokens),
 		console: loadConsole(cfg.Console), authLimit: newAuthLimiter(cfg.AuthFailuresPerMinute, e.IPExtractor, metrics.authFailures),
-		streams:   &streamSlots{open: map[string]int{}, limit: cmp.Or(cfg.StreamsPerToken, DefaultStreamsPerToken)},
-		heavyGate: newHeavyGate(cmp.Or(cfg.HeavyPerToken, DefaultHeavyPerToken), cmp.Or(cfg.HeavyMax, DefaultHeavyMax))}
+		streams:      &streamSlots{open: map[string]int{}, limit: cmp.Or(cfg.StreamsPerToken, DefaultStreamsPerToken)},
+		bundleBodies: newBodyCache(bundleCacheBytes),
+		heavyGate:    newHeavyGate(cmp.Or(cfg.HeavyPerToken, DefaultHeavyPerToken), cmp.Or(cfg.HeavyMax, DefaultHeavyMax))}
 	s.closing, s.closeAll = context.WithCancel(context.Background())
 	e.HTTPErrorHandler = s.handleError
 	if telemetry.Enabled() { // off: not even the middleware's call
