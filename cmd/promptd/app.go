@@ -155,7 +155,7 @@ func (m *Main) Open(ctx context.Context) error {
 	resolver := m.rt.Resolver
 	m.jobs = newScheduler(m.locker, keys, m.Logger)
 	scheduleJobs(m.jobs, jobDeps{db: m.db, store: m.store, idem: idem, releases: m.releases, sessions: m.sessions,
-		boards: m.rt.Boards, auditRetention: cfg.AuditRetention,
+		boards: m.rt.Boards, auditRetention: cfg.AuditRetention, auditPruneEvery: cfg.AuditPruneEvery,
 		webhooks: m.rt.Webhooks, deliveryRetention: cfg.WebhookDeliveryRetention, exposures: m.rt.Exposures,
 		exposureRetention: cfg.ExposureRetention, outcomeRetention: cfg.OutcomeRetention,
 		guardEvery: cfg.GuardEvery, access: m.rt.Access},

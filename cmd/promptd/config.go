@@ -62,6 +62,7 @@ var configVars = []string{
 	"PROMPTD_DIFF_CACHE_BYTES",
 	"PROMPTD_LOG_LEVEL",
 	"PROMPTD_AUDIT_RETENTION",
+	"PROMPTD_AUDIT_PRUNE_EVERY",
 	"PROMPTD_LEASE_MAX_WAITERS",
 	"PROMPTD_LEASE_MAX_PER_TOKEN",
 	"PROMPTD_LOCK_FENCE_TTL",
@@ -135,6 +136,7 @@ type Config struct {
 	IdempotencyTTL   time.Duration
 	LogLevel         slog.Level
 	AuditRetention   time.Duration // audit events older than this are deleted
+	AuditPruneEvery  time.Duration // how often one replica deletes them
 	LeaseMaxWaiters  int           // lease acquires waiting at once per process
 	LeaseMaxPerToken int           // live generic leases one token may hold
 	LockFenceTTL     time.Duration // how long a Redis fence counter outlives its last grant
@@ -224,6 +226,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		IdempotencyTTL:   e.duration("PROMPTD_IDEMPOTENCY_TTL", 24*time.Hour),
 		LogLevel:         e.level("PROMPTD_LOG_LEVEL", slog.LevelInfo),
 		AuditRetention:   e.duration("PROMPTD_AUDIT_RETENTION", 2160*time.Hour),
+		AuditPruneEvery:  e.duration("PROMPTD_AUDIT_PRUNE_EVERY", 10*time.Minute),
 		LeaseMaxWaiters:  int(e.count("PROMPTD_LEASE_MAX_WAITERS", int64(locks.DefaultMaxWaiters))),
 		LeaseMaxPerToken: int(e.count("PROMPTD_LEASE_MAX_PER_TOKEN", leases.DefaultMaxPerOwner)),
 		LockFenceTTL:     e.duration("PROMPTD_LOCK_FENCE_TTL", locks.DefaultFenceTTL),

@@ -48,6 +48,7 @@ var configDocs = map[string]configDoc{
 	"PROMPTD_AUTH_FAILURES_PER_MINUTE":   {"600", "failed authentications per client address per minute on one instance before 429 (0: unlimited)"},
 	"PROMPTD_TRUSTED_PROXIES":            {"(none)", "addresses or CIDR prefixes of proxies whose X-Forwarded-For names the client"},
 	"PROMPTD_AUDIT_RETENTION":            {"2160h", "audit events older than this are deleted"},
+	"PROMPTD_AUDIT_PRUNE_EVERY":          {"10m", "how often one replica deletes the audit events past their retention"},
 	"PROMPTD_LEASE_MAX_WAITERS":          {"10000", "lease acquires that may wait at once per process"},
 	"PROMPTD_LEASE_MAX_PER_TOKEN":        {"1000", "live generic leases one token may hold (429 beyond)"},
 	"PROMPTD_LOCK_FENCE_TTL":             {"10m", "how long a Redis fence counter outlives its lock's last grant"},

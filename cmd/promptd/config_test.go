@@ -25,7 +25,7 @@ func TestLoadConfig_defaults(t *testing.T) {
 		RedisTimeout: 100 * time.Millisecond, ReconcileEvery: 2 * time.Second, ImportMaxBytes: 67108864,
 		SessionIdleTTL: 24 * time.Hour, SessionRetention: 720 * time.Hour, IdempotencyTTL: 24 * time.Hour,
 		LogLevel: slog.LevelInfo, InstanceID: c.InstanceID,
-		AuditRetention: 2160 * time.Hour, LeaseMaxWaiters: 10000, LeaseMaxPerToken: 1000, LockFenceTTL: 10 * time.Minute,
+		AuditRetention: 2160 * time.Hour, AuditPruneEvery: 10 * time.Minute, LeaseMaxWaiters: 10000, LeaseMaxPerToken: 1000, LockFenceTTL: 10 * time.Minute,
 		EventRetention: 168 * time.Hour, StreamsPerToken: 20, HeavyPerToken: 4, HeavyMax: 16, GuardEvery: 10 * time.Second,
 		SessionMaxTurns: 10000, SessionMaxBytes: 32 << 20, SessionMaxStateKeys: 1000, SessionPageBytes: 4 << 20,
 		AssembleMaxBytes: 8 << 20, AssembleMaxHistoryTurns: 1000, DiffMaxBytes: 1 << 20, DiffMaxLines: 20000, DiffCacheBytes: 16 << 20,

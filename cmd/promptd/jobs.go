@@ -24,8 +24,8 @@ import (
 // Job periods.
 const (
 	idempotencySweepEvery = 10 * time.Minute
-	auditRetentionEvery   = 10 * time.Minute
-	releaseStepsEvery     = time.Second // steps are due to the second
+	retentionEvery        = 10 * time.Minute // webhook deliveries, exposures
+	releaseStepsEvery     = time.Second      // steps are due to the second
 	sessionSweepEvery     = time.Minute
 	boardSweepEvery       = time.Second // a run sweeps every boardSweepTick for most of it
 	boardSweepTick        = 200 * time.Millisecond
@@ -195,8 +195,10 @@ type jobDeps struct {
 	sessions       *session.Service
 	boards         *board.Service
 	auditRetention time.Duration // PROMPTD_AUDIT_RETENTION
-	webhooks       *webhook.Service
-	access         *access.Service
+	// auditPruneEvery: PROMPTD_AUDIT_PRUNE_EVERY
+	auditPruneEvery time.Duration
+	webhooks        *webhook.Service
+	access          *access.Service
 	// deliveryRetention: PROMPTD_WEBHOOK_DELIVERY_RETENTION
 	deliveryRetention time.Duration
 	// exposures: outcome ids past their dedupe window are forgotten;
@@ -218,11 +220,11 @@ func scheduleJobs(s *scheduler, d jobDeps, reconcileEvery time.Duration, log *sl
 	// Expired Idempotency-Key outcomes, and audit events older than the
 	// retention, are deleted by one replica, in bounded batches.
 	s.singleton("idempotency-sweep", idempotencySweepEvery, sweepIdempotency(d, log), false)
-	s.singleton("audit-retention", auditRetentionEvery, pruneAudit(d, log), false)
+	s.singleton("audit-retention", d.auditPruneEvery, pruneAudit(d, log), false)
 	// Delivered and failed webhook deliveries past their retention go too
 	// (pending ones never).
 	if d.webhooks != nil {
-		s.singleton("webhook-retention", auditRetentionEvery, func(ctx context.Context) error {
+		s.singleton("webhook-retention", retentionEvery, func(ctx context.Context) error {
 			n, err := d.webhooks.Prune(ctx, time.Now().Add(-d.deliveryRetention))
 			if n > 0 {
 				log.Info("deleted webhook deliveries past retention", "deleted", n, "retention", d.deliveryRetention.String())
@@ -237,7 +239,7 @@ func scheduleJobs(s *scheduler, d jobDeps, reconcileEvery time.Duration, log *sl
 			_, err := d.exposures.Sweep(ctx, 10000)
 			return err
 		}, false)
-		s.singleton("exposure-retention", auditRetentionEvery, pruneExposures(d, log), false)
+		s.singleton("exposure-retention", retentionEvery, pruneExposures(d, log), false)
 	}
 	// Change requests past their 24 h are marked expired (and audited).
 	if d.access != nil {
