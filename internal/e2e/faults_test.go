@@ -35,6 +35,13 @@ type faultCluster struct {
 
 func startFaultCluster(t *testing.T) *faultCluster {
 	t.Helper()
+	return startFaultClusterWith(t, nil)
+}
+
+// startFaultClusterWith is startFaultCluster with extra variables for
+// every node.
+func startFaultClusterWith(t *testing.T, extra map[string]string) *faultCluster {
+	t.Helper()
 	db := testenv.StartMariaDB(t)
 	srv := testenv.StartRedis(t)
 	tp := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
@@ -53,9 +60,13 @@ func startFaultCluster(t *testing.T) *faultCluster {
 	c := &faultCluster{redis: srv, db: db, redisProxy: proxy("redis", srv.Addr()), dbProxy: proxy("mariadb", cfg.Addr)}
 	cfg.Addr = c.dbProxy.Listen
 	for i := 0; i < 3; i++ {
-		c.nodes = append(c.nodes, testenv.StartPromptd(t, map[string]string{
+		vars := map[string]string{
 			"PROMPTD_MYSQL_DSN": cfg.FormatDSN(), "PROMPTD_REDIS_URL": "redis://" + c.redisProxy.Listen + "/0",
-			"PROMPTD_TOKENS": tokens, "PROMPTD_INSTANCE_ID": fmt.Sprint("node-", i), "PROMPTD_RECONCILE_EVERY": "1s"}))
+			"PROMPTD_TOKENS": tokens, "PROMPTD_INSTANCE_ID": fmt.Sprint("node-", i), "PROMPTD_RECONCILE_EVERY": "1s"}
+		for k, v := range extra {
+			vars[k] = v
+		}
+		c.nodes = append(c.nodes, testenv.StartPromptd(t, vars))
 	}
 	return c
 }

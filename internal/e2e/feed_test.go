@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -230,6 +231,14 @@ func sseRead(ctx context.Context, base, since string, fn func(seq, id int64)) er
 
 var jsonUnmarshal = json.Unmarshal
 
+// statusError: a stream was refused with Status (and Body, a problem).
+type statusError struct {
+	Status int
+	Body   []byte
+}
+
+func (e *statusError) Error() string { return fmt.Sprintf("status %d: %s", e.Status, e.Body) }
+
 // sseStream reads a Server-Sent Events stream until ctx ends or it
 // closes: open is called once it is open, fn with each event's data
 // (progress events skipped).
@@ -246,7 +255,8 @@ func sseStream(ctx context.Context, url, token string, open func(), fn func(data
 	}
 	defer res.Body.Close()
 	if res.StatusCode != 200 {
-		return fmt.Errorf("status %d", res.StatusCode)
+		b, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+		return &statusError{Status: res.StatusCode, Body: b}
 	}
 	open()
 	sc := bufio.NewScanner(res.Body)
