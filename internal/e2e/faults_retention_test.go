@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,7 +27,7 @@ const (
 	retRetention = 10 * time.Second
 	retRound     = 45 * time.Second // writes per round (PROMPTD_FAULT_ROUNDS rounds)
 	retPauseAt   = 5 * time.Second  // into a round, the paused readers stop reading ...
-	retPauseFor  = 24 * time.Second // ... for this long
+	retPauseFor  = 26 * time.Second // ... for this long
 	retKillAt    = 12 * time.Second // into a round, node 0 is killed (-9) and restarted
 )
 
@@ -59,7 +60,7 @@ func (r *retReader) add(e retEntry) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.log = append(r.log, e)
-	if e.expired {
+	if e.expired && e.oldest >= 0 {
 		r.cursor = e.oldest
 		r.expired++
 	} else if e.seq > r.cursor {
@@ -67,21 +68,26 @@ func (r *retReader) add(e retEntry) {
 	}
 }
 
-// fivexx records the 5xx answers a run got, with when.
+// fivexx records the 5xx answers a run got, with when, and the answers
+// no request of the run should get at any time (odd).
 type fivexx struct {
 	mu  sync.Mutex
 	ats []time.Time
 	ex  []string
+	odd []string
 }
 
-func (f *fivexx) add(status int, what string) {
-	if status < 500 {
-		return
-	}
+// add records a 5xx answer; any other status but the expected is odd.
+func (f *fivexx) add(status int, what string, expected ...int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.ats = append(f.ats, time.Now())
-	f.ex = append(f.ex, fmt.Sprintf("%d %s", status, what))
+	switch {
+	case status >= 500:
+		f.ats = append(f.ats, time.Now())
+		f.ex = append(f.ex, fmt.Sprintf("%d %s", status, what))
+	case !slices.Contains(expected, status):
+		f.odd = append(f.odd, fmt.Sprintf("%d %s", status, what))
+	}
 }
 
 // TestFaultsRetention: three promptd nodes prune the change feed's tail
@@ -162,8 +168,8 @@ func TestFaultsRetention(t *testing.T) {
 					acked.Store(fmt.Sprintf("agents/%s/versions/%d", agent, v.Version), true)
 					ackedN.Add(1)
 					base = v.Version
-				case err == nil && r.Status != 409:
-					bad.add(r.Status, "POST versions: "+string(r.Body))
+				case err == nil:
+					bad.add(r.Status, "POST versions: "+string(r.Body), 409)
 					fallthrough
 				default: // unknown outcome, or a conflict after one: read the latest
 					var l struct{ Items []struct{ Version int } }
@@ -194,7 +200,7 @@ func TestFaultsRetention(t *testing.T) {
 			r, err = call("PUT", node()+"/v1/agents/ret-0/envs/prod", adminToken,
 				map[string]any{"version": 1 + i%2, "expected_revision": e.Revision})
 			if err == nil {
-				bad.add(r.Status, "PUT env: "+string(r.Body))
+				bad.add(r.Status, "PUT env: "+string(r.Body), 200, 409)
 				if r.Status == 200 {
 					switches.Add(1)
 				}
@@ -377,6 +383,9 @@ func TestFaultsRetention(t *testing.T) {
 			fail("outside the kill window: %s", bad.ex[i])
 		}
 	}
+	for _, o := range bad.odd {
+		fail("unexpected answer: %s", o)
+	}
 	bad.mu.Unlock()
 
 	conns := make([]string, len(readers))
@@ -426,7 +435,7 @@ func retPoll(r *retReader, base string, pruned int64, bad *fivexx) {
 			Next string
 		}
 		if err := json.Unmarshal(res.Body, &page); err != nil {
-			bad.add(599, "long-poll answer: "+err.Error())
+			bad.add(0, "long-poll answer: "+err.Error())
 			return
 		}
 		for _, e := range page.Items {
@@ -443,9 +452,6 @@ func retPoll(r *retReader, base string, pruned int64, bad *fivexx) {
 		r.add(expiredEntry(at, pruned, res.Body))
 	default:
 		bad.add(res.Status, "long-poll: "+string(res.Body))
-		if res.Status < 500 {
-			bad.add(598, fmt.Sprintf("long-poll answered %d: %s", res.Status, res.Body))
-		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
@@ -464,7 +470,7 @@ func retSSE(ctx context.Context, r *retReader, base string, pruned int64, bad *f
 			Action, Resource string
 		}
 		if err := json.Unmarshal(data, &e); err != nil {
-			bad.add(599, "SSE event: "+err.Error())
+			bad.add(0, "SSE event: "+err.Error())
 			return
 		}
 		r.add(retEntry{seq: e.Seq, id: e.ID, action: e.Action, resource: e.Resource})
@@ -475,9 +481,6 @@ func retSSE(ctx context.Context, r *retReader, base string, pruned int64, bad *f
 		r.add(expiredEntry(at, pruned, se.Body))
 	case errors.As(err, &se):
 		bad.add(se.Status, "SSE: "+string(se.Body))
-		if se.Status < 500 {
-			bad.add(598, fmt.Sprintf("SSE answered %d: %s", se.Status, se.Body))
-		}
 		time.Sleep(50 * time.Millisecond)
 	case err != nil && cctx.Err() == nil:
 		time.Sleep(50 * time.Millisecond) // the node went away; resume elsewhere
