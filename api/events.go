@@ -201,15 +201,11 @@ func (s *Server) feedStart(ctx context.Context, q feedQuery) (int64, error) {
 	if q.fresh {
 		return f.Position(ctx)
 	}
-	oldest, err := f.Oldest(ctx)
-	if err != nil {
-		return 0, err
-	}
 	if q.since == 0 {
-		return oldest, nil
+		return f.OldestNow(ctx)
 	}
-	if q.since < oldest {
-		return 0, &events.CursorExpiredError{Oldest: oldest}
+	if err := f.Kept(ctx, q.since); err != nil {
+		return 0, err
 	}
 	var ahead *audit.AheadError
 	if err := f.CheckPosition(ctx, q.since); errors.As(err, &ahead) {

@@ -493,7 +493,7 @@ func (f *Feed) Read(ctx context.Context, after int64, limit int) ([]audit.Stampe
 		return out, out[n-1].Seq, nil
 	}
 	f.mu.Unlock()
-	if err := f.kept(ctx, after); err != nil {
+	if err := f.Kept(ctx, after); err != nil {
 		return nil, after, err
 	}
 	evs, err := audit.ReadAfter(ctx, f.o.DB, after, limit)
@@ -533,7 +533,7 @@ func (f *Feed) ReadBoard(ctx context.Context, board string, after int64, limit i
 		return out, f.head, nil
 	}
 	f.mu.Unlock()
-	if err := f.kept(ctx, after); err != nil {
+	if err := f.Kept(ctx, after); err != nil {
 		return nil, after, err
 	}
 	head := f.Head()
@@ -551,9 +551,10 @@ func (f *Feed) ReadBoard(ctx context.Context, board string, after int64, limit i
 	return evs, scanned, nil
 }
 
-// kept is nil when the events after position after are still kept (0:
-// from the oldest), else a *CursorExpiredError.
-func (f *Feed) kept(ctx context.Context, after int64) error {
+// Kept is nil when a reader may resume after position after (0: from
+// the oldest), else a *CursorExpiredError whose Oldest is also past every
+// position pruned by now.
+func (f *Feed) Kept(ctx context.Context, after int64) error {
 	if after <= 0 {
 		return nil
 	}
@@ -562,13 +563,33 @@ func (f *Feed) kept(ctx context.Context, after int64) error {
 		return err
 	}
 	if after < oldest {
+		if oldest, err = f.OldestNow(ctx); err != nil {
+			return err
+		}
 		return &CursorExpiredError{Oldest: oldest}
 	}
 	return nil
 }
 
+// OldestNow is Oldest raised to the highest position pruned by now: the
+// position a 410 or a reader from the oldest (since 0) is sent to. Oldest
+// alone may be up to 10 s behind the pruning, and a reader sent there
+// would meet pruned events (a second 410) on its next read.
+func (f *Feed) OldestNow(ctx context.Context) (int64, error) {
+	oldest, err := f.Oldest(ctx)
+	if err != nil {
+		return 0, err
+	}
+	m, err := audit.ReadMarks(ctx, f.o.DB)
+	if err != nil {
+		return 0, err
+	}
+	return max(oldest, m.PrunedThrough), nil
+}
+
 // Oldest is the oldest position a reader may resume from (its events
-// after it are kept and within Retention). It is read at most every 10 s.
+// after it are kept and within Retention). It is read at most every 10 s,
+// so pruning may have passed it since (see OldestNow).
 func (f *Feed) Oldest(ctx context.Context) (int64, error) {
 	f.oldestMu.Lock()
 	defer f.oldestMu.Unlock()

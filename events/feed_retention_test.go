@@ -68,3 +68,38 @@ func TestFeed_resumingIntoJustPrunedEvents_isCursorExpired_notSkipped(t *testing
 		}
 	})
 }
+
+// A position older than the feed's cached oldest is told to resume at or
+// past every position pruned by now, not at the cached oldest, which may
+// lie in events pruned since it was read: a reader sent there met a second
+// 410 on its next read (the e2e retention run caught it). A reader from
+// the oldest (OldestNow, since 0) starts past them too.
+func TestFeed_expiredCursor_isSentPastEverythingPrunedSinceTheOldestWasCached(t *testing.T) {
+	testenv.ForEachDialect(t, audit.Migrations(), func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		feed := events.NewFeed(events.FeedOptions{DB: db, Retention: 24 * time.Hour})
+		appendEvents(t, db, time.Now().Add(-48*time.Hour), 3) // 1..3: past the retention
+		appendEvents(t, db, time.Now().Add(-12*time.Hour), 3) // 4..6
+		appendEvents(t, db, time.Now(), 2)                    // 7..8
+		if oldest, err := feed.Oldest(ctx); err != nil || oldest != 3 {
+			t.Fatalf("Oldest = %d, %v; want 3", oldest, err) // cached from here on
+		}
+		if n, err := audit.Prune(ctx, db, time.Now().Add(-time.Hour)); n != 6 || err != nil {
+			t.Fatalf("Prune = %d, %v", n, err)
+		}
+		_, _, err := feed.Read(ctx, 1, 10)
+		var expired *events.CursorExpiredError
+		if !errors.As(err, &expired) || expired.Oldest != 6 {
+			t.Fatalf("Read(1) after 1..6 were pruned = %v; want CursorExpiredError resuming from 6, not the cached 3", err)
+		}
+		if err := feed.Kept(ctx, 2); !errors.As(err, &expired) || expired.Oldest != 6 {
+			t.Fatalf("Kept(2) = %v; want CursorExpiredError resuming from 6", err)
+		}
+		if oldest, err := feed.OldestNow(ctx); err != nil || oldest != 6 {
+			t.Fatalf("OldestNow = %d, %v; want 6", oldest, err)
+		}
+		if evs, _, err := feed.Read(ctx, 6, 10); err != nil || len(evs) != 2 || evs[0].Seq != 7 {
+			t.Fatalf("Read(6) = %v, %v; want 7..8", evs, err)
+		}
+	})
+}

@@ -37,7 +37,7 @@ func (f *Feed) ReadScoped(ctx context.Context, scope audit.Scope, board string, 
 		return out, f.head, nil
 	}
 	f.mu.Unlock()
-	if err := f.kept(ctx, after); err != nil {
+	if err := f.Kept(ctx, after); err != nil {
 		return nil, after, err
 	}
 	head := f.Head()
