@@ -42,12 +42,12 @@ type retEntry struct {
 }
 
 type retReader struct {
-	name           string
-	sse, paused    bool
-	mu             sync.Mutex
-	log            []retEntry
-	cursor         int64
-	conns, expired int
+	name        string
+	sse, paused bool
+	mu          sync.Mutex
+	log         []retEntry
+	cursor      int64
+	conns       int
 }
 
 func (r *retReader) pos() int64 {
@@ -62,7 +62,6 @@ func (r *retReader) add(e retEntry) {
 	r.log = append(r.log, e)
 	if e.expired && e.oldest >= 0 {
 		r.cursor = e.oldest
-		r.expired++
 	} else if e.seq > r.cursor {
 		r.cursor = e.seq
 	}
