@@ -38,7 +38,7 @@ func (a *app) poll(path, token string) feedPage {
 func (a *app) pollUntil(query, token string, since string, n int) ([]map[string]any, string) {
 	a.t.Helper()
 	var out []map[string]any
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a bound for loaded machines, not a speed target
 	for len(out) < n && time.Now().Before(deadline) {
 		p := a.poll("/v1/events?wait_ms=2000&since="+since+query, token)
 		out = append(out, p.Items...)

@@ -121,6 +121,9 @@ func TestLists_scopedSessions_pageFullPagesOfInScopeSessionsAmongMany(t *testing
 		var want []string
 		for range scopedWant {
 			want = append(want, create("team-a-bot", "prod"))
+			// The list orders by created_at_ms, then by id: two of these in
+			// one millisecond would come in id order, not creation order.
+			time.Sleep(2 * time.Millisecond)
 		}
 		fill(scopedFill / 2)
 		slices.Reverse(want) // newest first
