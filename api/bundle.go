@@ -50,17 +50,33 @@ func (s *Server) handleBundle(c echo.Context) error {
 		q.Visible = func(agent, env string) bool { return visible(t, agent, env, "") }
 	}
 	inm := c.Request().Header.Get("If-None-Match")
-	var cached []byte // a body this instance built for the same content
+	var (
+		cached  []byte // a body this instance built for the same content
+		refused error  // the heavy bound's answer, when a build was refused
+		done    func()
+	)
 	q.IfNoneMatch = func(etag string) bool {
 		if inm != "" && etagMatches(inm, etag) {
 			return true
 		}
-		cached = s.bundleBodies.get(etag)
-		return cached != nil
+		if cached = s.bundleBodies.get(etag); cached != nil {
+			return true
+		}
+		// The configs are to be read and the body built: a heavy request,
+		// bounded (heavy.go); decided here without waiting, inside the
+		// bundle's read transaction.
+		done, refused = s.heavyGate.enter(c.Request().Context(), actorOf(c), 0)
+		return refused != nil // refused: read no config either
 	}
 	b, err := rs.Bundle(c.Request().Context(), q)
+	if done != nil {
+		defer done()
+	}
 	if err != nil {
 		return err
+	}
+	if refused != nil {
+		return refused
 	}
 	h := c.Response().Header()
 	h.Set("ETag", b.ETag)

@@ -10,9 +10,12 @@ import (
 	"golang.org/x/sync/semaphore"
 )
 
-// Heavy requests build or stream an answer from many rows: the bundle,
-// assemble, history, version and record lists, diffs, exports of the
-// audit log. Each instance bounds them (Config.HeavyPerToken,
+// Heavy requests build or stream an answer from many rows: a bundle that
+// must be built (not a 304, not a body this instance kept), history,
+// version and record lists, diffs, the audit log. The runtime's hot path
+// (resolve, assemble, session reads and writes) is not: a fleet of agents
+// shares one runtime token, and each of those answers is bounded on its
+// own (PROMPTD_ASSEMBLE_MAX_BYTES, PROMPTD_SESSION_PAGE_BYTES). Each instance bounds them (Config.HeavyPerToken,
 // Config.HeavyMax): one token cannot hold more than its share of the
 // database's readers and of the memory answers are built in, and the
 // instance as a whole never builds more than HeavyMax at once, so memory
@@ -41,25 +44,37 @@ func newHeavyGate(perToken, all int) *heavyGate {
 // heavy is the middleware of the heavy routes (after authentication).
 func (s *Server) heavy(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		g := s.heavyGate
-		token := actorOf(c)
-		if !g.perToken.take(token) {
-			return (&Error{Code: "quota_exceeded", Detail: fmt.Sprintf(
-				"this token has %d heavy requests (bundles, assembles, large lists) in flight on this instance; retry when one ends", g.perToken.limit)}).
-				With("limit", strconv.Itoa(g.perToken.limit)).WithHeader("Retry-After", "1")
-		}
-		defer g.perToken.give(token)
-		ctx, cancel := context.WithTimeout(c.Request().Context(), heavyWait)
-		err := g.all.Acquire(ctx, 1)
-		cancel()
+		done, err := s.heavyGate.enter(c.Request().Context(), actorOf(c), heavyWait)
 		if err != nil {
-			if c.Request().Context().Err() != nil {
-				return c.Request().Context().Err()
-			}
-			return (&Error{Code: "overloaded", Detail: fmt.Sprintf(
-				"this instance is building %d heavy answers already; retry shortly", g.max)}).WithHeader("Retry-After", "1")
+			return err
 		}
-		defer g.all.Release(1)
+		defer done()
 		return next(c)
 	}
+}
+
+// enter takes one of token's slots and one of the instance's, waiting up
+// to wait for the latter (0: not at all); done gives them back.
+func (g *heavyGate) enter(ctx context.Context, token string, wait time.Duration) (done func(), err error) {
+	if !g.perToken.take(token) {
+		return nil, (&Error{Code: "quota_exceeded", Detail: fmt.Sprintf(
+			"this token has %d heavy requests (bundles it must build, large lists, diffs) in flight on this instance; retry when one ends", g.perToken.limit)}).
+			With("limit", strconv.Itoa(g.perToken.limit)).WithHeader("Retry-After", "1")
+	}
+	got := g.all.TryAcquire(1)
+	if !got && wait > 0 {
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		got = g.all.Acquire(wctx, 1) == nil
+		cancel()
+		if !got && ctx.Err() != nil {
+			g.perToken.give(token)
+			return nil, ctx.Err()
+		}
+	}
+	if !got {
+		g.perToken.give(token)
+		return nil, (&Error{Code: "overloaded", Detail: fmt.Sprintf(
+			"this instance is building %d heavy answers already; retry shortly", g.max)}).WithHeader("Retry-After", "1")
+	}
+	return func() { g.all.Release(1); g.perToken.give(token) }, nil
 }

@@ -53,7 +53,7 @@ func (s *Server) routes() {
 
 	// Runtime path.
 	v1.GET("/agents/:agent/envs/:env/prompt", s.handlePrompt, runtime...)
-	v1.POST("/agents/:agent/envs/:env/assemble", s.handleAssemble, heavyRuntime...)
+	v1.POST("/agents/:agent/envs/:env/assemble", s.handleAssemble, runtime...)
 
 	// Releases.
 	v1.POST("/agents/:agent/envs/:env/releases", s.handleCreateRelease, idempotentAdmin...)
@@ -67,7 +67,7 @@ func (s *Server) routes() {
 	v1.POST("/agents/:agent/envs/:env/rollback", s.handleEnvRollback, admin...)
 
 	// Bundles, exposures and outcomes (bundle.go, exposures.go).
-	v1.GET("/bundle", s.handleBundle, heavyRuntime...)
+	v1.GET("/bundle", s.handleBundle, runtime...) // heavy only when it builds a body (bundle.go)
 	v1.POST("/exposures", s.handleRecordExposures, idempotentRuntime...)
 	v1.GET("/agents/:agent/envs/:env/exposures", s.handleListExposures, runtime...)
 	v1.POST("/outcomes", s.handleRecordOutcomes, idempotentRuntime...)
@@ -75,7 +75,7 @@ func (s *Server) routes() {
 	// Sessions and their leases (lease routes take no Idempotency-Key).
 	v1.POST("/sessions", s.handleCreateSession, idempotentRuntime...)
 	v1.GET("/sessions", s.handleListSessions, runtime...) // lists.go
-	v1.GET("/sessions/:id", s.handleGetSession, heavyRuntime...)
+	v1.GET("/sessions/:id", s.handleGetSession, runtime...)
 	v1.POST("/sessions/:id/turns", s.handleAppendTurns, idempotentRuntime...)
 	v1.PUT("/sessions/:id/state/:key", s.handlePutState, idempotentRuntime...)
 	v1.GET("/sessions/:id/state", s.handleGetState, runtime...)

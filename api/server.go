@@ -92,8 +92,8 @@ type Config struct {
 	// StreamsPerToken caps the open event streams and waits per token on
 	// this instance; zero means DefaultStreamsPerToken.
 	StreamsPerToken int
-	// HeavyPerToken caps the heavy requests (bundle, assemble, history,
-	// version and record lists, diff, audit) of one token in flight on
+	// HeavyPerToken caps the heavy requests (a bundle that must be built,
+	// history, version and record lists, diff, audit) of one token in flight on
 	// this instance (past it 429 quota_exceeded, Retry-After); HeavyMax
 	// all of them (past it a request waits up to 2 s, then 503
 	// overloaded). Zero means DefaultHeavyPerToken, DefaultHeavyMax.

@@ -43,7 +43,7 @@ var configDocs = map[string]configDoc{
 	"PROMPTD_LOG_LEVEL":                  {"info", "debug, info, warn or error (JSON logs on stdout)"},
 	"PROMPTD_EVENT_RETENTION":            {"168h", "how far back a /v1/events reader may resume"},
 	"PROMPTD_STREAMS_PER_TOKEN":          {"20", "open event streams and long-polls per token on one instance"},
-	"PROMPTD_HEAVY_PER_TOKEN":            {"4", "heavy requests (bundle, assemble, history, version and record lists, diff, audit) per token in flight on one instance"},
+	"PROMPTD_HEAVY_PER_TOKEN":            {"4", "heavy requests (a bundle that must be built, history, version and record lists, diff, audit) per token in flight on one instance"},
 	"PROMPTD_HEAVY_MAX":                  {"16", "heavy requests in flight on one instance (then a request waits up to 2 s, then 503 overloaded)"},
 	"PROMPTD_AUTH_FAILURES_PER_MINUTE":   {"600", "failed authentications per client address per minute on one instance before 429 (0: unlimited)"},
 	"PROMPTD_TRUSTED_PROXIES":            {"(none)", "addresses or CIDR prefixes of proxies whose X-Forwarded-For names the client"},

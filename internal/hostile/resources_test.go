@@ -12,8 +12,10 @@ import (
 
 // One token flooding heavy requests (bundles of large configs) used to
 // hold embedded mode's single SQL connection: every other client waited,
-// then 503. Now the flooder gets 429 past its per-token cap, and another
-// token's reads keep answering (on SQLite from the read pool).
+// then 503. Now the flooder builds at most its per-token cap of bundles at
+// once (429 past it; the same content is sent from the body kept by its
+// ETag), and another token's reads keep answering (on SQLite from the
+// read pool).
 func TestHostile_resources_heavyFloodOfOneTokenLeavesOthersServed(t *testing.T) {
 	eachStore(t, map[string]string{"PROMPTD_HEAVY_PER_TOKEN": "2"}, func(t *testing.T, s *Server) {
 		big := strings.Repeat("x", 400_000)
@@ -52,8 +54,8 @@ func TestHostile_resources_heavyFloodOfOneTokenLeavesOthersServed(t *testing.T) 
 		wg.Wait()
 		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 		t.Logf("%s: flood answers %v; the other token's read p50 %s, max %s", s.Store, statuses, lat[len(lat)/2], lat[len(lat)-1])
-		if statuses[http.StatusTooManyRequests] == 0 || statuses[http.StatusOK] == 0 {
-			t.Fatalf("flood answers %v; want some 200 and the rest 429 past the cap", statuses)
+		if statuses[http.StatusOK] == 0 {
+			t.Fatalf("flood answers %v; want bundles served (built within the cap, or the kept body)", statuses)
 		}
 		for code := range statuses {
 			if code != http.StatusOK && code != http.StatusTooManyRequests {
@@ -69,8 +71,16 @@ func TestHostile_resources_conditionalBundleAndOversizedImport(t *testing.T) {
 	eachStore(t, nil, func(t *testing.T, s *Server) {
 		s.Publish(t, "support", 0, "hello")
 		s.Must(t, http.StatusCreated, "PUT", "/v1/agents/support/envs/prod", AdminToken, map[string]any{"version": 1, "expected_revision": 0})
-		etag := s.Must(t, http.StatusOK, "GET", "/v1/bundle", RuntimeToken, nil).Header.Get("ETag")
-		r := s.Do(t, "GET", "/v1/bundle", RuntimeToken, nil, "If-None-Match", etag)
+		// The ETag names the content with the feed position it reflects:
+		// once the writes above are stamped it stays, and matches.
+		var r *Resp
+		for range 50 {
+			etag := s.Must(t, http.StatusOK, "GET", "/v1/bundle", RuntimeToken, nil).Header.Get("ETag")
+			if r = s.Do(t, "GET", "/v1/bundle", RuntimeToken, nil, "If-None-Match", etag); r.Status != http.StatusOK {
+				break
+			}
+			time.Sleep(100 * time.Millisecond) // the feed moved in between
+		}
 		if r.Status != http.StatusNotModified || len(r.Body) != 0 {
 			t.Fatalf("If-None-Match = %d (%d bytes)", r.Status, len(r.Body))
 		}
