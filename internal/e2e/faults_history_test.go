@@ -116,10 +116,11 @@ func porcupineOps(ops []op, kinds ...string) []porcupine.Operation {
 			continue
 		}
 		ret := o.Ret
+		isRead := o.Kind == kRead || o.Kind == kSRead || o.Kind == kPRead
+		if isRead && !o.ok() {
+			continue // a read that failed or was refused (429, 503) observed nothing
+		}
 		if o.Unknown {
-			if o.Kind == kRead || o.Kind == kSRead || o.Kind == kPRead {
-				continue
-			}
 			ret = math.MaxInt64
 		}
 		out = append(out, porcupine.Operation{ClientId: o.Client, Input: o, Call: o.Call, Output: o, Return: ret})
