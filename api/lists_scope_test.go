@@ -203,8 +203,14 @@ func TestLists_scopedFeed_longPollsFullPagesOfInScopeEventsAmongMany(t *testing.
 				a.importAgents(want)
 				a.importAgents(scopeNames("zzz-%03d", scopedFill/2))
 				// Every event is stamped (3 imports, one version each).
-				if evs, _ := a.pollUntil("&limit=1000", admin, "0", scopedFill+scopedWant+3); len(evs) != scopedFill+scopedWant+3 {
-					t.Fatalf("the feed has %d events, want %d", len(evs), scopedFill+scopedWant+3)
+				if evs, next := a.pollUntil("&limit=1000", admin, "0", scopedFill+scopedWant+3); len(evs) != scopedFill+scopedWant+3 {
+					var st struct{ N, Unstamped, MaxSeq int64 }
+					a.db.Raw(`SELECT COUNT(*) AS n, SUM(CASE WHEN seq IS NULL THEN 1 ELSE 0 END) AS unstamped, COALESCE(MAX(seq), 0) AS max_seq FROM audit_events`).Scan(&st)
+					var marks struct{ Head, PrunedThrough int64 }
+					a.db.Raw(`SELECT head, pruned_through FROM audit_feed WHERE id = 1`).Scan(&marks)
+					logs := a.logs.String()
+					t.Fatalf("the feed has %d events, want %d (next %s; audit_events %+v; audit_feed %+v; feed head %d)\nlast logs: %s",
+						len(evs), scopedFill+scopedWant+3, next, st, marks, a.rt.Feed.Head(), logs[max(0, len(logs)-3000):])
 				}
 				scoped := a.createToken(`{"name": "team-a", "role": "runtime", "scopes": {"agents": ["team-a-*"]}}`)
 				var got []string
