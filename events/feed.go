@@ -496,12 +496,17 @@ func (f *Feed) Read(ctx context.Context, after int64, limit int) ([]audit.Stampe
 	if err := f.Kept(ctx, after); err != nil {
 		return nil, after, err
 	}
+	// The head is read before the store: every event up to it is stamped,
+	// so the read sees it. Read after, it could name events stamped while
+	// the read ran, which the read did not see, and the reader's cursor
+	// would pass them by.
+	head := f.Head()
 	evs, err := audit.ReadAfter(ctx, f.o.DB, after, limit)
 	if err != nil {
 		return nil, after, f.storeErr(after, err)
 	}
 	if len(evs) == 0 {
-		return nil, max(after, f.Head()), nil
+		return nil, max(after, head), nil
 	}
 	return evs, evs[len(evs)-1].Seq, nil
 }
