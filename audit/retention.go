@@ -17,7 +17,7 @@ const pruneBatch = 1000
 // deleted, in one transaction: a reader that reads the mark after its rows
 // knows whether any row after its position went.
 func pruneBatchOf(ctx context.Context, db *gorm.DB, after, last, before int64) (int64, error) {
-	return sqlstore.Transact(sqlstore.WithoutCommitHooks(ctx), db, func(tx *gorm.DB) (int64, error) {
+	return sqlstore.Transact(ctx, db, func(tx *gorm.DB) (int64, error) {
 		var r struct{ High *int64 }
 		if err := tx.Raw(`SELECT MAX(seq) AS high FROM audit_events WHERE id > ? AND id <= ? AND at_ms < ?`, after, last, before).
 			Scan(&r).Error; err != nil {

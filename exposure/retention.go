@@ -9,7 +9,6 @@ import (
 
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
-	"github.com/promptd/promptd/sqlstore"
 )
 
 // pruneBatch bounds one DELETE of the prunes, so no statement holds locks
@@ -35,7 +34,7 @@ const MinOutcomeRetention = DedupeWindow
 // ends; the next run continues. Run it periodically on one instance (cmd
 // takes a job lease for it).
 func (s *Service) PruneExposures(ctx context.Context, cutoff time.Time) (int64, error) {
-	db := s.o.DB.WithContext(sqlstore.WithoutCommitHooks(ctx))
+	db := s.o.DB.WithContext(ctx)
 	var total int64
 	for {
 		var keys []Key
@@ -69,7 +68,7 @@ func (s *Service) PruneExposures(ctx context.Context, cutoff time.Time) (int64, 
 // from the guard's start. Like PruneExposures it stops early when ctx
 // ends and the next run continues.
 func (s *Service) PruneOutcomes(ctx context.Context, cutoff time.Time) (int64, error) {
-	db := s.o.DB.WithContext(sqlstore.WithoutCommitHooks(ctx))
+	db := s.o.DB.WithContext(ctx)
 	var total int64
 	for {
 		var ids []string
