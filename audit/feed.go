@@ -185,16 +185,20 @@ func Head(ctx context.Context, db *gorm.DB) (int64, error) {
 // reads. It returns head+1 when no such event is kept.
 func OldestAfter(ctx context.Context, db *gorm.DB, notBefore time.Time) (int64, error) {
 	db = db.WithContext(ctx)
-	var lo struct{ Low *int64 }
-	if err := db.Raw(`SELECT MIN(seq) AS low FROM audit_events`).Scan(&lo).Error; err != nil {
-		return 0, sqlstore.Translate(err)
-	}
+	// The head is read before the lowest seq: events are stamped (and the
+	// head raised) all the while. Read after, a head could cover events
+	// stamped between the two reads, and "none stamped yet" would become
+	// "all of them pruned": a reader from the oldest would skip them all.
 	head, err := Head(ctx, db)
 	if err != nil {
 		return 0, err
 	}
+	var lo struct{ Low *int64 }
+	if err := db.Raw(`SELECT MIN(seq) AS low FROM audit_events`).Scan(&lo).Error; err != nil {
+		return 0, sqlstore.Translate(err)
+	}
 	if lo.Low == nil {
-		return head + 1, nil // every position up to the head was pruned
+		return head + 1, nil // every position up to the head (read first) was pruned
 	}
 	cut := notBefore.UnixMilli()
 	// atOrAfter: the first kept event at seq >= s, and whether it is new enough.
