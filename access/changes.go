@@ -91,8 +91,8 @@ type ChangeRequest struct {
 
 // SetProtection creates (expected 0) or changes env's protection at
 // expected revision; approvals 0 lifts it.
-func (s *Service) SetProtection(ctx context.Context, p Protection, expected *int64) (*Protection, error) {
-	return s.setProtection(ctx, p, expected, false)
+func (s *Service) SetProtection(ctx context.Context, p Protection, expected *int64, then ...sqlstore.Then[*Protection]) (*Protection, error) {
+	return s.setProtection(ctx, p, expected, false, then...)
 }
 
 // SetProtectionGated is SetProtection for a write that has not been
@@ -100,11 +100,11 @@ func (s *Service) SetProtection(ctx context.Context, p Protection, expected *int
 // against the row as the write's transaction locked it), nothing is
 // written and the error is *Gated, with the protection's revision as
 // Target.
-func (s *Service) SetProtectionGated(ctx context.Context, p Protection, expected *int64) (*Protection, error) {
-	return s.setProtection(ctx, p, expected, true)
+func (s *Service) SetProtectionGated(ctx context.Context, p Protection, expected *int64, then ...sqlstore.Then[*Protection]) (*Protection, error) {
+	return s.setProtection(ctx, p, expected, true, then...)
 }
 
-func (s *Service) setProtection(ctx context.Context, p Protection, expected *int64, gated bool) (*Protection, error) {
+func (s *Service) setProtection(ctx context.Context, p Protection, expected *int64, gated bool, then ...sqlstore.Then[*Protection]) (*Protection, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func (s *Service) setProtection(ctx context.Context, p Protection, expected *int
 			return nil, err
 		}
 		return &p, s.log.Append(ctx, tx, audit.Event{Action: "protection.set", Env: p.Env, Resource: "protection/" + p.Env}, p)
-	})
+	}, then...)
 }
 
 // Validate checks p's env, approvals, agent patterns and approvers.
@@ -253,7 +253,7 @@ func (s *Service) Gate(ctx context.Context, by *Token, action, agent, env string
 			return nil, err
 		}
 		if p == nil || p.Approvals == 0 || agent != "" && !p.Covers(agent) {
-			return nil, errNotCovered // rolls back: the caller's commit hooks do not run
+			return nil, errNotCovered // rolls back: nothing was written
 		}
 		now := s.o.Now().UTC().Truncate(time.Millisecond)
 		cr := &ChangeRequest{ID: "cr_" + newID()[len(idPrefix):], State: Pending, Action: action, Agent: agent, Env: env, Request: raw,
@@ -535,7 +535,7 @@ func (s *Service) close(ctx context.Context, id string, by *Token, state string,
 
 // moveRequest writes next over cur (revision-checked) with its audit event.
 func (s *Service) moveRequest(ctx context.Context, cur, next *ChangeRequest, action string) (*ChangeRequest, error) {
-	return sqlstore.Transact(sqlstore.WithoutCommitHooks(ctx), s.o.DB, func(tx *gorm.DB) (*ChangeRequest, error) {
+	return sqlstore.Transact(ctx, s.o.DB, func(tx *gorm.DB) (*ChangeRequest, error) {
 		if err := s.casRequest(ctx, tx, cur, next); err != nil {
 			return nil, err
 		}
@@ -575,7 +575,7 @@ func (s *Service) ExpireRequests(ctx context.Context) (int, error) {
 		cur.State = Pending // as stored
 		next := *cur
 		next.State, next.Revision = Expired, cur.Revision+1
-		_, err := sqlstore.Transact(sqlstore.WithoutCommitHooks(ctx), s.o.DB, func(tx *gorm.DB) (struct{}, error) {
+		_, err := sqlstore.Transact(ctx, s.o.DB, func(tx *gorm.DB) (struct{}, error) {
 			res := tx.Exec(`UPDATE access_change_requests SET state = ?, revision = ?, updated_at_ms = ? WHERE cr_id = ? AND revision = ? AND state = ?`,
 				Expired, next.Revision, now.UnixMilli(), cur.ID, cur.Revision, Pending)
 			if res.Error != nil || res.RowsAffected != 1 {

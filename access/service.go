@@ -290,7 +290,7 @@ type CreateInput struct {
 
 // Create makes a token for creator, no wider than creator in role, scopes
 // or expiry, and returns it with its secret (shown once).
-func (s *Service) Create(ctx context.Context, creator *Token, in CreateInput) (*WithSecret, error) {
+func (s *Service) Create(ctx context.Context, creator *Token, in CreateInput, then ...sqlstore.Then[*WithSecret]) (*WithSecret, error) {
 	if err := ident.Validate("name", in.Name); err != nil {
 		return nil, err
 	}
@@ -357,7 +357,7 @@ func (s *Service) Create(ctx context.Context, creator *Token, in CreateInput) (*
 			return nil, err
 		}
 		return &WithSecret{Token: t, Secret: secret}, nil
-	})
+	}, then...)
 }
 
 func (s *Service) audit(ctx context.Context, tx *gorm.DB, action string, t *Token) error {

@@ -220,8 +220,7 @@ func (s *Server) handleCreateRecord(c echo.Context) error {
 	if req.DedupeKey != nil {
 		in.DedupeKey = *req.DedupeKey
 	}
-	ctx := onCommit(s, c, http.StatusCreated, recordEntity)
-	r, created, err := bs.Create(ctx, name, in)
+	r, created, err := bs.Create(c.Request().Context(), name, in, recordAnswer(s, c, http.StatusCreated, recordEntity))
 	if err != nil {
 		return err
 	}
@@ -346,7 +345,7 @@ func (s *Server) handleClaimNext(c echo.Context) error {
 		return err
 	}
 	s.extendDeadlines(c, in.Wait)
-	r, err := bs.ClaimNext(onCommit(s, c, http.StatusOK, claimEntity), name, in)
+	r, err := bs.ClaimNext(c.Request().Context(), name, in, recordAnswer(s, c, http.StatusOK, claimEntity))
 	return s.sendClaim(c, r, err)
 }
 
@@ -368,7 +367,7 @@ func (s *Server) handleClaimOne(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := bs.ClaimOne(onCommit(s, c, http.StatusOK, claimEntity), name, id, in)
+	r, err := bs.ClaimOne(c.Request().Context(), name, id, in, recordAnswer(s, c, http.StatusOK, claimEntity))
 	return s.sendClaim(c, r, err)
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/ident"
 	"github.com/promptd/promptd/promptstore"
-	"github.com/promptd/promptd/sqlstore"
 )
 
 // Gated actions (api/openapi.yaml, Protected envs); each has an applier below.
@@ -72,10 +71,9 @@ func (s *Server) apply(ctx context.Context, cr *access.ChangeRequest, commit fun
 		if err := json.Unmarshal(cr.Request, &req); err != nil || req.Version == nil {
 			return errors.New("api: unreadable change request")
 		}
-		ctx = sqlstore.OnCommit(ctx, func(_ context.Context, tx *gorm.DB, _ *promptstore.Env) error { return commit(tx) })
 		target := cr.TargetRevision
 		_, err := s.cfg.Prompts.SwitchPointer(ctx, promptstore.SwitchInput{Agent: cr.Agent, Env: cr.Env, Version: *req.Version,
-			ExpectedRevision: &target, Reason: req.Reason})
+			ExpectedRevision: &target, Reason: req.Reason}, func(tx *gorm.DB, _ *promptstore.Env) error { return commit(tx) })
 		return err
 	}
 	return s.applyGated(ctx, cr, commit)

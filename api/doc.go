@@ -19,7 +19,7 @@
 // put the token's name in the context for audit events. Routes that
 // create or append (versions, import, releases, sessions, turns, state
 // entries) take an Idempotency-Key (idempotency.go): the answer is
-// recorded in the write's own transaction through a commit hook and
+// recorded in the write's own transaction (a sqlstore.Then handed to it) and
 // replayed byte for byte. Lease routes never take one; lease tokens travel
 // only in bodies and the Lease-Token header, never in URLs or logs.
 //

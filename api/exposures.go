@@ -105,8 +105,7 @@ func (s *Server) handleRecordExposures(c echo.Context) error {
 	}); err != nil {
 		return err
 	}
-	ctx := onCommit(s, c, http.StatusOK, func(a exposure.Accepted) any { return a })
-	res, err := xs.Record(ctx, items)
+	res, err := xs.Record(c.Request().Context(), items, recordAnswer(s, c, http.StatusOK, func(a exposure.Accepted) any { return a }))
 	if err != nil {
 		return err
 	}
@@ -217,8 +216,7 @@ func (s *Server) handleRecordOutcomes(c echo.Context) error {
 	}); err != nil {
 		return err
 	}
-	ctx := onCommit(s, c, http.StatusOK, func(r exposure.OutcomeResult) any { return r })
-	res, err := xs.RecordOutcomes(ctx, items)
+	res, err := xs.RecordOutcomes(c.Request().Context(), items, recordAnswer(s, c, http.StatusOK, func(r exposure.OutcomeResult) any { return r }))
 	if err != nil {
 		return err
 	}

@@ -164,15 +164,15 @@ func pausedByGuard(rel *release.Release) bool {
 // applyGated is apply for the actions of this file.
 func (s *Server) applyGated(ctx context.Context, cr *access.ChangeRequest, commit func(tx *gorm.DB) error) error {
 	target := cr.TargetRevision
-	releaseHook := func(check bool) context.Context {
-		return sqlstore.OnCommit(ctx, func(_ context.Context, tx *gorm.DB, r *release.Release) error {
+	releaseThen := func(check bool) sqlstore.Then[*release.Release] {
+		return func(tx *gorm.DB, r *release.Release) error {
 			// A transition to the state the release is in already changes
-			// nothing, and so does not check the revision: the hook does.
+			// nothing, and so does not check the revision: this does.
 			if check && r.Revision != target+1 {
 				return &promptstore.RevisionConflict{Expected: target, Current: r.Revision}
 			}
 			return commit(tx)
-		})
+		}
 	}
 	switch cr.Action {
 	case actionEnvRollback:
@@ -180,27 +180,25 @@ func (s *Server) applyGated(ctx context.Context, cr *access.ChangeRequest, commi
 		if err := json.Unmarshal(cr.Request, &req); err != nil || req.ToVersion == nil {
 			return errUnreadable
 		}
-		ctx = sqlstore.OnCommit(ctx, func(_ context.Context, tx *gorm.DB, _ *release.EnvRollback) error { return commit(tx) })
 		_, err := s.cfg.Releases.RollbackEnv(ctx, release.EnvRollbackInput{Agent: cr.Agent, Env: cr.Env, ExpectedRevision: &target,
-			ToVersion: *req.ToVersion, Reason: req.Reason})
+			ToVersion: *req.ToVersion, Reason: req.Reason}, func(tx *gorm.DB, _ *release.EnvRollback) error { return commit(tx) })
 		return err
 	case actionLiftRevocation:
 		var req liftRequest
 		if err := json.Unmarshal(cr.Request, &req); err != nil {
 			return errUnreadable
 		}
-		ctx = sqlstore.OnCommit(ctx, func(_ context.Context, tx *gorm.DB, _ *promptstore.Env) error { return commit(tx) })
 		_, err := s.cfg.Prompts.Revoke(ctx, promptstore.RevokeInput{Agent: cr.Agent, Env: cr.Env, Version: req.Version, Lift: true,
-			ExpectedRevision: &target})
+			ExpectedRevision: &target}, func(tx *gorm.DB, _ *promptstore.Env) error { return commit(tx) })
 		return err
 	case actionReleaseCreate:
 		var req gatedCreate
 		if err := json.Unmarshal(cr.Request, &req); err != nil {
 			return errUnreadable
 		}
-		_, err := s.cfg.Releases.Create(releaseHook(false), release.CreateInput{ID: req.ReleaseID, Agent: cr.Agent, Env: cr.Env,
+		_, err := s.cfg.Releases.Create(ctx, release.CreateInput{ID: req.ReleaseID, Agent: cr.Agent, Env: cr.Env,
 			CandidateVersion: req.CandidateVersion, Percent: req.Percent, Stickiness: req.Stickiness, Steps: req.Steps,
-			Message: req.Message, ExpectedRevision: &target, Overrides: req.Overrides.input(), Guard: req.Guard})
+			Message: req.Message, ExpectedRevision: &target, Overrides: req.Overrides.input(), Guard: req.Guard}, releaseThen(false))
 		return err
 	case actionReleasePatch:
 		var req gatedPatch
@@ -216,8 +214,8 @@ func (s *Server) applyGated(ctx context.Context, cr *access.ChangeRequest, commi
 		} else if given {
 			p.guard = &release.GuardChange{Config: c}
 		}
-		_, err := s.cfg.Releases.Transition(releaseHook(true), req.ReleaseID, p.action(), release.TransitionInput{ExpectedRevision: &target,
-			Percent: req.Percent, Reason: req.Reason, Overrides: req.Overrides.input(), Guard: p.guard})
+		_, err := s.cfg.Releases.Transition(ctx, req.ReleaseID, p.action(), release.TransitionInput{ExpectedRevision: &target,
+			Percent: req.Percent, Reason: req.Reason, Overrides: req.Overrides.input(), Guard: p.guard}, releaseThen(true))
 		return err
 	case actionReleaseResume, actionReleasePromote:
 		var req gatedTransition
@@ -228,17 +226,16 @@ func (s *Server) applyGated(ctx context.Context, cr *access.ChangeRequest, commi
 		if cr.Action == actionReleasePromote {
 			act = release.ActPromote
 		}
-		_, err := s.cfg.Releases.Transition(releaseHook(true), req.ReleaseID, act, release.TransitionInput{ExpectedRevision: &target,
-			Reason: req.Reason})
+		_, err := s.cfg.Releases.Transition(ctx, req.ReleaseID, act, release.TransitionInput{ExpectedRevision: &target,
+			Reason: req.Reason}, releaseThen(true))
 		return err
 	case actionProtectionSet:
 		var req putProtectionRequest
 		if err := json.Unmarshal(cr.Request, &req); err != nil || req.Approvals == nil {
 			return errUnreadable
 		}
-		ctx = sqlstore.OnCommit(ctx, func(_ context.Context, tx *gorm.DB, _ *access.Protection) error { return commit(tx) })
 		_, err := s.cfg.Access.SetProtection(ctx, access.Protection{Env: cr.Env, Approvals: *req.Approvals, Agents: req.Agents,
-			Approvers: req.Approvers}, &target)
+			Approvers: req.Approvers}, &target, func(tx *gorm.DB, _ *access.Protection) error { return commit(tx) })
 		return err
 	}
 	return errors.New("api: unknown change request action " + cr.Action)

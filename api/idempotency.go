@@ -48,12 +48,12 @@ func idemOf(c echo.Context) *idemState {
 //  2. a stored outcome: replayed byte for byte with Idempotent-Replayed: true,
 //     or 422 idempotency_key_reused for another body;
 //  3. otherwise the handler runs; its write records the 2xx answer in the
-//     write's own transaction (onCommit), and a validation answer (400,
+//     write's own transaction (recordAnswer), and a validation answer (400,
 //     404, 413, 422) is recorded afterwards in a transaction of its own;
 //     409, 412, 423, 429 and 5xx depend on timing and are not recorded.
 //
 // When the write fails because another instance with the same key won (a
-// duplicate key in the commit hook, or the conflict its write caused), the
+// duplicate key in the recorded answer, or the conflict its write caused), the
 // winner's stored answer is replayed.
 func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
@@ -138,19 +138,17 @@ func storable(status int) bool {
 	return status >= 200 && status < 300
 }
 
-// onCommit returns the context of a write whose result T is answered with
-// status and body(T). With an Idempotency-Key the answer is rendered and
-// recorded inside the write's own transaction, by a hook typed for T: a
-// write whose result is of another type fails (sqlstore.ErrHookType)
-// rather than committing without its record. send then writes those
-// bytes.
-func onCommit[T any](s *Server, c echo.Context, status int, body func(T) any) context.Context {
+// recordAnswer is the Then of a write whose result T is answered with
+// status and body(T), handed to the write explicitly: with an
+// Idempotency-Key the answer is rendered and recorded inside the write's
+// own transaction (nil without one). send then writes those bytes.
+func recordAnswer[T any](s *Server, c echo.Context, status int, body func(T) any) sqlstore.Then[T] {
 	ctx := c.Request().Context()
 	st := idemOf(c)
 	if st == nil {
-		return ctx
+		return nil
 	}
-	return sqlstore.OnCommit(ctx, func(ctx context.Context, tx *gorm.DB, result T) error {
+	return func(tx *gorm.DB, result T) error {
 		b, err := encodeJSON(body(result))
 		if err != nil {
 			return err
@@ -161,7 +159,7 @@ func onCommit[T any](s *Server, c echo.Context, status int, body func(T) any) co
 		}
 		st.stored = &r // the last run is the committed one: a write that fails does not answer with it
 		return nil
-	})
+	}
 }
 
 // replay answers with a stored outcome.

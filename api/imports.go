@@ -128,8 +128,8 @@ func (s *Server) handleImport(c echo.Context) error {
 			return err
 		}
 	}
-	ctx := onCommit(s, c, http.StatusOK, importEntity)
-	res, err := s.cfg.Prompts.Import(ctx, promptstore.ImportInput{Mode: req.Mode, Items: req.items})
+	res, err := s.cfg.Prompts.Import(c.Request().Context(), promptstore.ImportInput{Mode: req.Mode, Items: req.items},
+		recordAnswer(s, c, http.StatusOK, importEntity))
 	if err != nil {
 		return err
 	}

@@ -244,7 +244,7 @@ func (s *Server) handleCreateRelease(c echo.Context) error {
 		if gated {
 			in.Gate = func(tx *gorm.DB, revision int64) error { return access.CheckGate(tx, agent, env, revision) }
 		}
-		rel, err := rs.Create(onCommit(s, c, http.StatusCreated, releaseEntity), in)
+		rel, err := rs.Create(c.Request().Context(), in, recordAnswer(s, c, http.StatusCreated, releaseEntity))
 		if err != nil {
 			return headerErr(err, viaHeader)
 		}

@@ -66,8 +66,8 @@ func (s *Server) handleAppendTurns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := onCommit(s, c, http.StatusCreated, appendedEntity)
-	out, err := ss.Append(ctx, id, session.WriteCondition{ExpectedRevision: &expected, Fence: req.Fence}, req.turns)
+	out, err := ss.Append(c.Request().Context(), id, session.WriteCondition{ExpectedRevision: &expected, Fence: req.Fence}, req.turns,
+		recordAnswer(s, c, http.StatusCreated, appendedEntity))
 	if err != nil {
 		return headerErr(err, viaHeader)
 	}
@@ -116,8 +116,8 @@ func (s *Server) handlePutState(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := onCommit(s, c, http.StatusOK, func(rev int64) any { return stateWritten{Key: key, Revision: rev} })
-	rev, err := ss.PutState(ctx, id, key, expected, req.Fence, req.Value)
+	rev, err := ss.PutState(c.Request().Context(), id, key, expected, req.Fence, req.Value,
+		recordAnswer(s, c, http.StatusOK, func(rev int64) any { return stateWritten{Key: key, Revision: rev} }))
 	if err != nil {
 		return headerErr(err, viaHeader)
 	}

@@ -150,9 +150,8 @@ func (s *Server) handleCreateSession(c echo.Context) error {
 	if err := s.allow(c, req.Agent, req.Env, ""); err != nil {
 		return err
 	}
-	ctx := onCommit(s, c, http.StatusCreated, sessionEntity)
-	sess, created, err := ss.Create(ctx, session.CreateInput{SessionID: deref(req.SessionID), Agent: req.Agent, Env: req.Env,
-		UserID: deref(req.UserID), Metadata: req.Metadata, IdleTTL: req.idleTTL})
+	sess, created, err := ss.Create(c.Request().Context(), session.CreateInput{SessionID: deref(req.SessionID), Agent: req.Agent, Env: req.Env,
+		UserID: deref(req.UserID), Metadata: req.Metadata, IdleTTL: req.idleTTL}, recordAnswer(s, c, http.StatusCreated, sessionEntity))
 	if err != nil {
 		return err
 	}

@@ -90,8 +90,7 @@ func (s *Server) handleCreateToken(c echo.Context) error {
 		}
 		in.ExpiresAt = &at
 	}
-	ctx := onCommit(s, c, http.StatusCreated, redactedToken)
-	t, err := ts.Create(ctx, tokenOf(c), in)
+	t, err := ts.Create(c.Request().Context(), tokenOf(c), in, recordAnswer(s, c, http.StatusCreated, redactedToken))
 	if err != nil {
 		return err
 	}

@@ -74,8 +74,7 @@ func (s *Server) handleCreateVersion(c echo.Context) error {
 		return s.send(c, http.StatusOK, dryRunVersion{Agent: v.Agent, Version: v.Version, Config: v.Config,
 			ContentHash: v.ContentHash, Message: v.Message, DryRun: true})
 	}
-	ctx := onCommit(s, c, http.StatusCreated, versionEntity)
-	v, err := s.cfg.Prompts.CreateVersion(ctx, in)
+	v, err := s.cfg.Prompts.CreateVersion(c.Request().Context(), in, recordAnswer(s, c, http.StatusCreated, versionEntity))
 	if err != nil {
 		return err
 	}

@@ -86,8 +86,8 @@ func (s *Server) handleCreateWebhook(c echo.Context) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	ctx := onCommit(s, c, http.StatusCreated, redactedWebhook)
-	w, err := hs.Create(ctx, webhook.CreateInput{URL: *req.URL, Actions: req.Actions, Agents: req.Agents, Description: req.Description})
+	w, err := hs.Create(c.Request().Context(), webhook.CreateInput{URL: *req.URL, Actions: req.Actions, Agents: req.Agents, Description: req.Description},
+		recordAnswer(s, c, http.StatusCreated, redactedWebhook))
 	if err != nil {
 		return err
 	}
@@ -232,8 +232,7 @@ func (s *Server) handleRotateSecret(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := onCommit(s, c, http.StatusOK, redactedWebhook)
-	w, err := hs.RotateSecret(ctx, id, expected)
+	w, err := hs.RotateSecret(c.Request().Context(), id, expected, recordAnswer(s, c, http.StatusOK, redactedWebhook))
 	if err != nil {
 		return headerErr(err, viaHeader)
 	}

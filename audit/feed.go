@@ -49,7 +49,7 @@ func Stamp(ctx context.Context, db *gorm.DB, batch int) (stamped int, head int64
 		n    int
 		head int64
 	}
-	r, err := sqlstore.Transact(sqlstore.WithoutCommitHooks(ctx), db, func(tx *gorm.DB) (result, error) {
+	r, err := sqlstore.Transact(ctx, db, func(tx *gorm.DB) (result, error) {
 		m, err := readMarks(tx, true)
 		if err != nil {
 			return result{}, err

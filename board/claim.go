@@ -31,8 +31,8 @@ type ClaimInput struct {
 // it, not only when the wait runs out.
 const ClaimRecheck = 2 * time.Second
 
-// errNone: no eligible record; the claim's transaction rolls back (its
-// commit hooks stay unspent).
+// errNone: no eligible record; the claim's transaction rolls back (and
+// with it whatever its Thens wrote).
 var errNone = errors.New("board: no eligible record")
 
 // errRaced: the candidate was claimed by another between its read and
@@ -44,21 +44,21 @@ var errRaced = errors.New("board: the candidate was taken meanwhile")
 // from state or whose claim has expired (reclaiming it in the same
 // transaction): state -> to, owner, fence + 1, claim_expires_at by the SQL
 // clock, attempts + 1. Nothing within in.Wait: nil, nil.
-func (s *Service) ClaimNext(ctx context.Context, board string, in ClaimInput) (*Record, error) {
-	return s.claim(ctx, board, "", in)
+func (s *Service) ClaimNext(ctx context.Context, board string, in ClaimInput, then ...sqlstore.Then[*Record]) (*Record, error) {
+	return s.claim(ctx, board, "", in, then)
 }
 
 // ClaimOne claims one record, which must be eligible (in the from state,
 // or claimed with an expired claim; else *InvalidTransition).
-func (s *Service) ClaimOne(ctx context.Context, board, id string, in ClaimInput) (*Record, error) {
+func (s *Service) ClaimOne(ctx context.Context, board, id string, in ClaimInput, then ...sqlstore.Then[*Record]) (*Record, error) {
 	if err := checkID("id", id); err != nil {
 		return nil, err
 	}
 	in.Wait = 0
-	return s.claim(ctx, board, id, in)
+	return s.claim(ctx, board, id, in, then)
 }
 
-func (s *Service) claim(ctx context.Context, board, id string, in ClaimInput) (*Record, error) {
+func (s *Service) claim(ctx context.Context, board, id string, in ClaimInput, then []sqlstore.Then[*Record]) (*Record, error) {
 	if err := checkID("board", board); err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func (s *Service) claim(ctx context.Context, board, id string, in ClaimInput) (*
 		// waking every waiter of the board for it cost each of them a
 		// claim attempt per claim.
 		wake := s.wakeup(board) // before the attempt: a change during it is not missed
-		r, emptyAt, err := s.claimKnown(ctx, board, id, in)
+		r, emptyAt, err := s.claimKnown(ctx, board, id, in, then)
 		switch {
 		case errors.Is(err, errRaced):
 			continue
@@ -97,7 +97,7 @@ func (s *Service) claim(ctx context.Context, board, id string, in ClaimInput) (*
 			// machine, and there is no expired claim: nothing to claim
 			err = errNone
 		} else {
-			r, err = s.retryVictim(ctx, func() (*Record, error) { return s.claimOnce(ctx, board, id, in, def, v.ExpiredID, 0) })
+			r, err = s.retryVictim(ctx, func() (*Record, error) { return s.claimOnce(ctx, board, id, in, def, v.ExpiredID, 0, then...) })
 		}
 		switch {
 		case err == nil:
@@ -134,12 +134,12 @@ func (s *Service) claim(ctx context.Context, board, id string, in ClaimInput) (*
 // the board first; emptyAt is then the machine's revision under which no
 // record was in the from state (0: not known, or the board was redefined
 // since and its machine is read again).
-func (s *Service) claimKnown(ctx context.Context, board, id string, in ClaimInput) (r *Record, emptyAt int64, err error) {
+func (s *Service) claimKnown(ctx context.Context, board, id string, in ClaimInput, then []sqlstore.Then[*Record]) (r *Record, emptyAt int64, err error) {
 	cd, known := s.cachedDef(board)
 	if id != "" || !known {
 		return nil, 0, nil
 	}
-	r, err = s.retryVictim(ctx, func() (*Record, error) { return s.claimOnce(ctx, board, "", in, cd.def, nil, cd.rev) })
+	r, err = s.retryVictim(ctx, func() (*Record, error) { return s.claimOnce(ctx, board, "", in, cd.def, nil, cd.rev, then...) })
 	switch {
 	case err == nil:
 		return r, 0, nil
@@ -236,7 +236,7 @@ type claimRow struct {
 // claimOnce is one claim transaction. defRev > 0 (claimKnown): def is the
 // machine at that revision, checked by the candidate's read, which also
 // finds the first expired claim (expiredID is not known yet).
-func (s *Service) claimOnce(ctx context.Context, board, id string, in ClaimInput, def *Definition, expiredID *string, defRev int64) (*Record, error) {
+func (s *Service) claimOnce(ctx context.Context, board, id string, in ClaimInput, def *Definition, expiredID *string, defRev int64, then ...sqlstore.Then[*Record]) (*Record, error) {
 	sctx, cancel := s.sqlCtx(ctx)
 	defer cancel()
 	// READ COMMITTED: the claim's locking reads take no gap locks and keep
@@ -297,7 +297,7 @@ func (s *Service) claimOnce(ctx context.Context, board, id string, in ClaimInput
 			s.m.reclaimed(board, 1)
 		}
 		return next.record(), s.appendEvent(ctx, tx, "board.record_claimed", &next)
-	})
+	}, then...)
 }
 
 // candidate picks the first record in board order in the from state, and

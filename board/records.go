@@ -37,7 +37,7 @@ func (e *errExisting) Error() string { return "board: existing record " + e.id }
 // Create adds a record in the board's initial state. A board that does
 // not exist is created with the default machine. A dedupe_key the board
 // remembers, or an id it has, answers with that record (created false).
-func (s *Service) Create(ctx context.Context, board string, in RecordInput) (*Record, bool, error) {
+func (s *Service) Create(ctx context.Context, board string, in RecordInput, then ...sqlstore.Then[*Record]) (*Record, bool, error) {
 	if err := checkID("board", board); err != nil {
 		return nil, false, err
 	}
@@ -73,7 +73,7 @@ func (s *Service) Create(ctx context.Context, board string, in RecordInput) (*Re
 				return nil, err
 			}
 			return r.record(), nil
-		})
+		}, then...)
 		// two first creates of one board, or of one dedupe_key, raced: the
 		// loser's retry finds the winner's row; the board expired (idle)
 		// between ensureBoard and the create: it is created again
@@ -108,7 +108,7 @@ func (s *Service) ensureBoard(ctx context.Context, board string) error {
 	if _, err := s.readBoard(db, board, false); !errors.Is(err, ErrBoardNotFound) {
 		return storeErr(err)
 	}
-	_, err := sqlstore.Transact(sqlstore.WithoutCommitHooks(ctx), s.db, func(tx *gorm.DB) (bool, error) {
+	_, err := sqlstore.Transact(ctx, s.db, func(tx *gorm.DB) (bool, error) {
 		now, err := s.sqlNow(tx)
 		if err != nil {
 			return false, err

@@ -250,7 +250,7 @@ func (s *Service) Heartbeat(ctx context.Context, board, id string, fence int64, 
 	}
 	ctx, cancel := s.sqlCtx(ctx)
 	defer cancel()
-	out, err := sqlstore.Transact(sqlstore.WithoutCommitHooks(ctx), s.db, func(tx *gorm.DB) (*Record, error) {
+	out, err := sqlstore.Transact(ctx, s.db, func(tx *gorm.DB) (*Record, error) {
 		_, _, r, err := s.readClaimed(tx, board, id, fence)
 		if err != nil {
 			return nil, err

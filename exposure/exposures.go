@@ -137,7 +137,7 @@ func checkArm(prefix, releaseID, arm string, required bool) error {
 // checker.check), and adds their counts in one transaction, one upsert
 // statement per 500 distinct keys. Its transaction runs ctx's commit
 // hooks (the api records the Idempotency-Key answer in it).
-func (s *Service) Record(ctx context.Context, items []Item) (Accepted, error) {
+func (s *Service) Record(ctx context.Context, items []Item, then ...sqlstore.Then[Accepted]) (Accepted, error) {
 	if len(items) == 0 || len(items) > MaxItems {
 		return Accepted{}, invalid("items", "1..%d items", MaxItems)
 	}
@@ -173,7 +173,7 @@ func (s *Service) Record(ctx context.Context, items []Item) (Accepted, error) {
 	out := Accepted{Accepted: len(items)}
 	var err error
 	for attempt := 0; attempt < 3; attempt++ { // a deadlock victim rolled back whole: try again
-		_, err = sqlstore.Transact(ctx, s.o.DB, func(tx *gorm.DB) (Accepted, error) { return out, upsert(tx, sums) })
+		_, err = sqlstore.Transact(ctx, s.o.DB, func(tx *gorm.DB) (Accepted, error) { return out, upsert(tx, sums) }, then...)
 		if err == nil || !errors.Is(err, sqlstore.ErrUnavailable) || ctx.Err() != nil {
 			break
 		}
@@ -239,7 +239,7 @@ func (s *Service) Flush(ctx context.Context) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(sqlstore.WithoutCommitHooks(ctx), s.o.SQLTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.o.SQLTimeout)
 	defer cancel()
 	_, err := sqlstore.Transact(ctx, s.o.DB, func(tx *gorm.DB) (struct{}, error) { return struct{}{}, upsert(tx, batch) })
 	if err != nil {

@@ -60,7 +60,7 @@ type outcomeRow struct {
 // stores the new ones in one transaction; an outcome_id seen before for
 // the same (agent, env, release_id) is counted as a duplicate and not
 // stored again.
-func (s *Service) RecordOutcomes(ctx context.Context, items []Outcome) (OutcomeResult, error) {
+func (s *Service) RecordOutcomes(ctx context.Context, items []Outcome, then ...sqlstore.Then[OutcomeResult]) (OutcomeResult, error) {
 	if len(items) == 0 || len(items) > MaxItems {
 		return OutcomeResult{}, invalid("items", "1..%d items", MaxItems)
 	}
@@ -123,7 +123,7 @@ func (s *Service) RecordOutcomes(ctx context.Context, items []Outcome) (OutcomeR
 	for attempt := 0; attempt < 3; attempt++ { // a concurrent report took an outcome_id first: look again
 		res, err = sqlstore.Transact(ctx, s.o.DB, func(tx *gorm.DB) (OutcomeResult, error) {
 			return insertOutcomes(tx, rows, token, now)
-		})
+		}, then...)
 		if err == nil || !(errors.Is(err, sqlstore.ErrDuplicate) || errors.Is(err, sqlstore.ErrUnavailable)) || ctx.Err() != nil {
 			break
 		}

@@ -102,7 +102,7 @@ func (in ImportInput) Fingerprint() (string, error) {
 // read (and, on MySQL, locked) once, and rows are written with multi-row
 // statements, not one round trip per item. all_or_nothing writes nothing
 // if any item fails (*ImportRejected); partial writes the rest.
-func (s *Store) Import(ctx context.Context, in ImportInput) (*ImportResult, error) {
+func (s *Store) Import(ctx context.Context, in ImportInput, then ...sqlstore.Then[*ImportResult]) (*ImportResult, error) {
 	if in.Mode != ImportPartial && in.Mode != ImportAllOrNothing {
 		return nil, invalid(CodeInvalidField, "mode", `mode must be "partial" or "all_or_nothing"`)
 	}
@@ -133,7 +133,7 @@ func (s *Store) Import(ctx context.Context, in ImportInput) (*ImportResult, erro
 		try := &ImportResult{BatchFingerprint: res.BatchFingerprint, Results: append([]ImportItemResult(nil), res.Results...), Summary: res.Summary}
 		out, err = sqlstore.Transact(sctx, s.db, func(tx *gorm.DB) (*ImportResult, error) {
 			return s.importTx(sctx, tx, in.Mode, preps, try, ms)
-		})
+		}, then...)
 		// A duplicate key: another writer created one of the batch's new
 		// agents between our read and our insert. Nothing was written; a
 		// second pass reads the new bases and reports that item as a

@@ -149,7 +149,7 @@ type SwitchInput struct {
 // lock and the pointer row's revision condition, in one transaction with
 // the move history and the audit event. The version must exist and not be
 // revoked in the env; an active release blocks the switch.
-func (s *Store) SwitchPointer(ctx context.Context, in SwitchInput) (*Env, error) {
+func (s *Store) SwitchPointer(ctx context.Context, in SwitchInput, then ...sqlstore.Then[*Env]) (*Env, error) {
 	if err := validateEnv(in.Agent, in.Env); err != nil {
 		return nil, err
 	}
@@ -176,7 +176,7 @@ func (s *Store) SwitchPointer(ctx context.Context, in SwitchInput) (*Env, error)
 			return nil, err
 		}
 		return envTx(tx, in.Agent, in.Env)
-	})
+	}, then...)
 	if err != nil {
 		var rc *RevisionConflict
 		if errors.As(err, &rc) {

@@ -34,7 +34,7 @@ const MaxReason = 1024
 // the pointer names is ErrVersionCurrent; revoking while a release is
 // active is *ReleaseActive (roll the release back instead). Revoking twice, or lifting what
 // is not revoked, changes nothing.
-func (s *Store) Revoke(ctx context.Context, in RevokeInput) (*Env, error) {
+func (s *Store) Revoke(ctx context.Context, in RevokeInput, then ...sqlstore.Then[*Env]) (*Env, error) {
 	if err := validateEnv(in.Agent, in.Env); err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func (s *Store) Revoke(ctx context.Context, in RevokeInput) (*Env, error) {
 			return nil, err
 		}
 		return envTx(tx, in.Agent, in.Env)
-	})
+	}, then...)
 	if err != nil {
 		return nil, storeErr(err)
 	}

@@ -94,7 +94,7 @@ func invalidID(err error) error {
 // the agent row's primary key for the first version) plus the versions
 // table's unique key, in one transaction with the audit event. The agent's
 // config lock only cuts contention.
-func (s *Store) CreateVersion(ctx context.Context, in CreateVersionInput) (*Version, error) {
+func (s *Store) CreateVersion(ctx context.Context, in CreateVersionInput, then ...sqlstore.Then[*Version]) (*Version, error) {
 	p, err := prepare(in)
 	if err != nil {
 		return nil, err
@@ -105,7 +105,7 @@ func (s *Store) CreateVersion(ctx context.Context, in CreateVersionInput) (*Vers
 	defer cancel()
 	v, err := sqlstore.Transact(sctx, s.db, func(tx *gorm.DB) (*Version, error) {
 		return s.insertVersion(ctx, tx, p)
-	})
+	}, then...)
 	if err != nil {
 		var vc *VersionConflict
 		if errors.As(err, &vc) {

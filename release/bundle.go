@@ -124,7 +124,7 @@ func (s *Service) Bundle(ctx context.Context, q BundleQuery) (*Bundle, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.o.SQLTimeout)
 	defer cancel()
-	b, err := sqlstore.TransactIsolated(sqlstore.WithoutCommitHooks(ctx), s.db, sql.LevelRepeatableRead,
+	b, err := sqlstore.TransactIsolated(ctx, s.db, sql.LevelRepeatableRead,
 		func(tx *gorm.DB) (*Bundle, error) { return readBundle(ctx, tx, q) })
 	return b, storeErr(err)
 }

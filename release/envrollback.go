@@ -37,7 +37,7 @@ type EnvRollback struct {
 // moves to ToVersion (default: the newest version of the move history that
 // is older than the current one and not revoked) and the version rolled
 // away from is revoked in the env, so nobody is served it any more.
-func (s *Service) RollbackEnv(ctx context.Context, in EnvRollbackInput) (*EnvRollback, error) {
+func (s *Service) RollbackEnv(ctx context.Context, in EnvRollbackInput, then ...sqlstore.Then[*EnvRollback]) (*EnvRollback, error) {
 	if err := validID("agent", in.Agent); err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func (s *Service) RollbackEnv(ctx context.Context, in EnvRollbackInput) (*EnvRol
 			return nil, err
 		}
 		return &EnvRollback{Env: e, From: cur.Version, To: to}, nil
-	})
+	}, then...)
 	if err != nil {
 		return nil, storeErr(err)
 	}

@@ -146,7 +146,7 @@ func validID(field, v string) error { return promptstore.CheckID(field, v) }
 // Create starts a release of CandidateVersion against the pointer's
 // version. The pointer row is conditionally updated to name the release, so
 // a second active release fails in SQL even without the lock.
-func (s *Service) Create(ctx context.Context, in CreateInput) (*Release, error) {
+func (s *Service) Create(ctx context.Context, in CreateInput, then ...sqlstore.Then[*Release]) (*Release, error) {
 	if err := validID("agent", in.Agent); err != nil {
 		return nil, err
 	}
@@ -248,7 +248,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Release, error) 
 			return nil, err
 		}
 		return rel, complete(tx, rel)
-	})
+	}, then...)
 	if err != nil {
 		return nil, storeErr(err)
 	}

@@ -36,7 +36,7 @@ type TransitionInput struct {
 // row, the pointer row when the release ends (promote: pointer to the
 // candidate; rollback: the candidate revoked), and the audit event. A
 // request for the state the release is in returns it unchanged.
-func (s *Service) Transition(ctx context.Context, id string, action Action, in TransitionInput) (*Release, error) {
+func (s *Service) Transition(ctx context.Context, id string, action Action, in TransitionInput, then ...sqlstore.Then[*Release]) (*Release, error) {
 	if action == ActStep {
 		return nil, invalidf(CodeInvalidField, "action", "steps are applied by the scheduler")
 	}
@@ -73,12 +73,12 @@ func (s *Service) Transition(ctx context.Context, id string, action Action, in T
 	if err != nil {
 		return nil, err
 	}
-	return s.apply(ctx, rel.Agent, rel.Env, id, action, in, bp, -1)
+	return s.apply(ctx, rel.Agent, rel.Env, id, action, in, bp, -1, then...)
 }
 
 // apply runs one transition under the env lock. step >= 0 names the
 // scheduled step being applied (the scheduler's exactly-once check).
-func (s *Service) apply(ctx context.Context, agent, env, id string, action Action, in TransitionInput, bp, step int) (*Release, error) {
+func (s *Service) apply(ctx context.Context, agent, env, id string, action Action, in TransitionInput, bp, step int, then ...sqlstore.Then[*Release]) (*Release, error) {
 	defer s.lock(ctx, agent, env)()
 	ctx, cancel := context.WithTimeout(ctx, s.o.SQLTimeout)
 	defer cancel()
@@ -113,7 +113,7 @@ func (s *Service) apply(ctx context.Context, agent, env, id string, action Actio
 		}
 		changed = true
 		return rel, complete(tx, rel)
-	})
+	}, then...)
 	if err != nil {
 		return nil, storeErr(err)
 	}

@@ -69,10 +69,10 @@ func (f *fencedSet) add(id string) {
 // is given) before anything else. With a fence, the fence is the
 // condition. Without one: on the fast path, fence 0 and no lease check;
 // when the row has a positive fence, guard's full rule.
-func guardedWrite[T any](ctx context.Context, s *Service, id string, c WriteCondition, write func(tx *gorm.DB, fence int64) (T, error)) (T, error) {
+func guardedWrite[T any](ctx context.Context, s *Service, id string, c WriteCondition, write func(tx *gorm.DB, fence int64) (T, error), then []sqlstore.Then[T]) (T, error) {
 	var zero T
 	if c.Fence == nil && !s.fenced.has(id) {
-		out, err := transact(ctx, s, func(tx *gorm.DB) (T, error) { return write(tx, 0) })
+		out, err := transact(ctx, s, func(tx *gorm.DB) (T, error) { return write(tx, 0) }, then...)
 		if !errors.Is(err, errFenceMoved) {
 			return out, err
 		}
@@ -82,7 +82,7 @@ func guardedWrite[T any](ctx context.Context, s *Service, id string, c WriteCond
 	if err != nil {
 		return zero, err
 	}
-	out, err := transact(ctx, s, func(tx *gorm.DB) (T, error) { return write(tx, fence) })
+	out, err := transact(ctx, s, func(tx *gorm.DB) (T, error) { return write(tx, fence) }, then...)
 	if errors.Is(err, errFenceMoved) {
 		return zero, &LeaseHeld{} // a lease was granted after the write checked
 	}
@@ -90,10 +90,10 @@ func guardedWrite[T any](ctx context.Context, s *Service, id string, c WriteCond
 }
 
 // transact runs fn in one transaction bounded by the SQL timeout.
-func transact[T any](ctx context.Context, s *Service, fn func(tx *gorm.DB) (T, error)) (T, error) {
+func transact[T any](ctx context.Context, s *Service, fn func(tx *gorm.DB) (T, error), then ...sqlstore.Then[T]) (T, error) {
 	sctx, cancel := s.sqlCtx(ctx)
 	defer cancel()
-	out, err := sqlstore.Transact(sctx, s.db, fn)
+	out, err := sqlstore.Transact(sctx, s.db, fn, then...)
 	return out, storeErr(err)
 }
 

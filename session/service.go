@@ -160,7 +160,7 @@ type CreateInput struct {
 // Create creates a session pinned to the version resolved for its caller
 // now. Creating an existing id with the same agent, env and user returns
 // it (created false); otherwise, or if it was closed, ErrExists.
-func (s *Service) Create(ctx context.Context, in CreateInput) (sess *Session, created bool, err error) {
+func (s *Service) Create(ctx context.Context, in CreateInput, then ...sqlstore.Then[*Session]) (sess *Session, created bool, err error) {
 	if in.SessionID == "" {
 		in.SessionID = "s_" + locks.NewToken()[:16]
 	}
@@ -214,7 +214,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (sess *Session, cr
 			return nil, err
 		}
 		return row.session(), nil
-	})
+	}, then...)
 	if sqlstore.IsDuplicate(err) { // created concurrently
 		existing, err := s.existing(ctx, in)
 		if existing == nil && err == nil {

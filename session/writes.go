@@ -117,7 +117,7 @@ func appendTouch(tx *gorm.DB, id string, c WriteCondition, fence int64, g growth
 // Append adds turns in one transaction: the conditional update of the
 // session row (revision, fence, open) and the insert of the turns with
 // the next seqs.
-func (s *Service) Append(ctx context.Context, id string, c WriteCondition, turns []TurnInput) (*Appended, error) {
+func (s *Service) Append(ctx context.Context, id string, c WriteCondition, turns []TurnInput, then ...sqlstore.Then[*Appended]) (*Appended, error) {
 	if err := validID("session_id", id); err != nil {
 		return nil, err
 	}
@@ -147,7 +147,7 @@ func (s *Service) Append(ctx context.Context, id string, c WriteCondition, turns
 		q := `INSERT INTO session_turns (session_id, seq, role, content, name, tool_call_id, tool_calls, metadata, created_at_ms) VALUES ` +
 			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?), ", len(turns)), ", ")
 		return out, tx.Exec(q, args...).Error
-	})
+	}, then)
 	if err != nil {
 		return nil, s.reject(ctx, id, err)
 	}
@@ -194,7 +194,7 @@ type StateEntry struct {
 // byte limit; an update counts the change of the value's size, which is
 // read at the expected revision in the write's transaction (the entry's
 // own revision condition makes that read the one the write replaces).
-func (s *Service) PutState(ctx context.Context, id, key string, expected int64, fence *int64, value json.RawMessage) (int64, error) {
+func (s *Service) PutState(ctx context.Context, id, key string, expected int64, fence *int64, value json.RawMessage, then ...sqlstore.Then[int64]) (int64, error) {
 	if err := validID("session_id", id); err != nil {
 		return 0, err
 	}
@@ -249,7 +249,7 @@ func (s *Service) PutState(ctx context.Context, id, key string, expected int64, 
 			return 0, &RevisionConflict{Current: stateRevision(tx, id, key)}
 		}
 		return expected + 1, nil
-	})
+	}, then)
 	if err != nil {
 		return 0, s.reject(ctx, id, err)
 	}
@@ -284,7 +284,7 @@ func (s *Service) Close(ctx context.Context, id string, c WriteCondition, leaseT
 		}
 		return row.session(), s.audit.Append(ctx, tx, audit.Event{Action: "session.closed", Agent: row.Agent, Env: row.Env,
 			SessionID: id, Resource: "sessions/" + id}, map[string]any{"revision": row.Revision})
-	})
+	}, nil)
 	if err != nil {
 		return nil, s.reject(ctx, id, err)
 	}

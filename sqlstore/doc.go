@@ -20,12 +20,10 @@
 // ErrUnavailable (the database could not be reached or was busy: answer
 // 503, retry later). Everything else passes through unchanged.
 //
-// Transact runs a write in one transaction. OnCommit adds to a context a
-// hook typed for the write's result that runs inside the write's
-// transaction just before the commit (the api records an Idempotency-Key's
-// answer this way); a transaction whose result is of another type fails
-// with ErrHookType before it begins, and a committed one spends the hook.
-// WithoutCommitHooks marks a transaction that does not answer the request.
+// Transact runs a write in one transaction, and the Thens its caller
+// handed down explicitly after the write's own statements, before the
+// commit (an Idempotency-Key's stored answer, a change request marked
+// applied): nothing joins a transaction through a context.
 //
 // KeyColumnType and TableOptions give migrations the column and table
 // definitions that keep identifiers case-sensitive in every dialect, the

@@ -1,7 +1,6 @@
 package sqlstore_test
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"testing"
@@ -12,7 +11,6 @@ import (
 )
 
 type resultA struct{ n int }
-type resultB struct{ n int }
 
 func notesTable(t *testing.T, db *gorm.DB) {
 	t.Helper()
@@ -33,103 +31,59 @@ func insertNote[T any](id int, out T) func(tx *gorm.DB) (T, error) {
 	return func(tx *gorm.DB) (T, error) { return out, tx.Exec(`INSERT INTO tx_notes (id) VALUES (?)`, id).Error }
 }
 
-// recordA is a hook for writes whose result is resultA: it records the
+// recordA is a Then for writes whose result is resultA: it records the
 // result in the write's transaction and counts its runs.
-func recordA(runs *int) func(ctx context.Context, tx *gorm.DB, r resultA) error {
-	return func(ctx context.Context, tx *gorm.DB, r resultA) error {
+func recordA(runs *int) sqlstore.Then[resultA] {
+	return func(tx *gorm.DB, r resultA) error {
 		*runs++
 		return tx.Exec(`INSERT INTO tx_hooked (id) VALUES (?)`, r.n).Error
 	}
 }
 
-// The hook of a write whose result is A, and a transaction whose result is
-// B (the write's result type changed): the transaction fails and writes
-// nothing, instead of committing without the hook.
-func TestTransact_whenTheHookIsForAnotherResultType_rollsBackWithErrHookType(t *testing.T) {
+// A Then runs inside the write's transaction with its result: both rows
+// commit together; nil Thens are skipped.
+func TestTransact_then_runsInTheWritesTransaction_withItsResult(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, db *gorm.DB) {
 		notesTable(t, db)
 		runs := 0
-		hctx := sqlstore.OnCommit(ctx(t), recordA(&runs))
-		_, err := sqlstore.Transact(hctx, db, insertNote(1, resultB{1}))
-		if !errors.Is(err, sqlstore.ErrHookType) {
-			t.Errorf("Transact = %v, want ErrHookType", err)
-		}
-		if n := count(t, db, "tx_notes"); n != 0 || runs != 0 {
-			t.Fatalf("%d rows written, hook ran %d times", n, runs)
-		}
-		// The hook is still there for the write it was registered for.
-		if _, err := sqlstore.Transact(hctx, db, insertNote(2, resultA{2})); err != nil {
+		if _, err := sqlstore.Transact(ctx(t), db, insertNote(1, resultA{7}), nil, recordA(&runs)); err != nil {
 			t.Fatal(err)
 		}
-		if runs != 1 || count(t, db, "tx_hooked") != 1 {
-			t.Fatalf("hook ran %d times", runs)
+		var hooked int
+		if err := db.Raw(`SELECT id FROM tx_hooked`).Scan(&hooked).Error; err != nil || runs != 1 || hooked != 7 || count(t, db, "tx_notes") != 1 {
+			t.Fatalf("runs %d, hooked id %d (%v), notes %d", runs, hooked, err, count(t, db, "tx_notes"))
+		}
+		// A write without Thens runs none (the control: the count stays).
+		if _, err := sqlstore.Transact(ctx(t), db, insertNote(2, resultA{8})); err != nil || runs != 1 || count(t, db, "tx_hooked") != 1 {
+			t.Fatalf("a write without Thens: %v, runs %d", err, runs)
 		}
 	})
 }
 
-func TestTransact_afterTheHooksTransactionCommitted_doesNotRunItAgain(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, db *gorm.DB) {
-		notesTable(t, db)
-		runs := 0
-		hctx := sqlstore.OnCommit(ctx(t), recordA(&runs))
-		for i := 1; i <= 2; i++ {
-			if _, err := sqlstore.Transact(hctx, db, insertNote(i, resultA{i})); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// A spent hook does not make a later transaction of another type fail.
-		if _, err := sqlstore.Transact(hctx, db, insertNote(3, resultB{3})); err != nil {
-			t.Fatal(err)
-		}
-		if runs != 1 {
-			t.Fatalf("the hook ran %d times, want once", runs)
-		}
-	})
-}
-
-// A hook that fails rolls its write back, and stays for the retry, whose
-// commit records it once.
-func TestTransact_whenTheHookFails_rollsBackTheWrite_andTheRetryRunsIt(t *testing.T) {
+// A Then that fails rolls its write back; the retry that runs it again
+// commits both, once.
+func TestTransact_whenTheThenFails_rollsBackTheWrite_andTheRetryRunsIt(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, db *gorm.DB) {
 		notesTable(t, db)
 		boom := errors.New("boom")
 		runs := 0
-		hctx := sqlstore.OnCommit(ctx(t), func(ctx context.Context, tx *gorm.DB, r resultA) error {
+		then := func(tx *gorm.DB, r resultA) error {
 			if runs++; runs == 1 {
 				return boom
 			}
 			return tx.Exec(`INSERT INTO tx_hooked (id) VALUES (?)`, r.n).Error
-		})
-		if _, err := sqlstore.Transact(hctx, db, insertNote(1, resultA{1})); !errors.Is(err, boom) {
+		}
+		if _, err := sqlstore.Transact(ctx(t), db, insertNote(1, resultA{1}), then); !errors.Is(err, boom) {
 			t.Fatalf("first attempt = %v", err)
 		}
 		if n := count(t, db, "tx_notes"); n != 0 {
-			t.Fatalf("the failed hook left %d rows", n)
+			t.Fatalf("the failed Then left %d rows", n)
 		}
-		if _, err := sqlstore.Transact(hctx, db, insertNote(1, resultA{1})); err != nil {
+		if _, err := sqlstore.Transact(ctx(t), db, insertNote(1, resultA{1}), then); err != nil {
 			t.Fatal(err)
 		}
 		if runs != 2 || count(t, db, "tx_notes") != 1 || count(t, db, "tx_hooked") != 1 {
 			t.Fatalf("runs %d, notes %d, hooked %d", runs, count(t, db, "tx_notes"), count(t, db, "tx_hooked"))
-		}
-	})
-}
-
-// A side transaction of the request, deliberately without the hooks,
-// commits without them and leaves them to the write that answers.
-func TestTransact_withoutCommitHooks_leavesTheHookToTheWrite(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, db *gorm.DB) {
-		notesTable(t, db)
-		runs := 0
-		hctx := sqlstore.OnCommit(ctx(t), recordA(&runs))
-		if _, err := sqlstore.Transact(sqlstore.WithoutCommitHooks(hctx), db, insertNote(1, resultB{1})); err != nil {
-			t.Fatal(err)
-		}
-		if runs != 0 {
-			t.Fatal("a side transaction ran the hook")
-		}
-		if _, err := sqlstore.Transact(hctx, db, insertNote(2, resultA{2})); err != nil || runs != 1 {
-			t.Fatalf("the write: %v, hook ran %d times", err, runs)
 		}
 	})
 }

@@ -196,7 +196,7 @@ func (s *Service) DispatchOnce(ctx context.Context) (int, int64, error) {
 		}
 	}
 	next := evs[len(evs)-1].Seq
-	_, err = sqlstore.Transact(sqlstore.WithoutCommitHooks(ctx), s.o.DB, func(tx *gorm.DB) (struct{}, error) {
+	_, err = sqlstore.Transact(ctx, s.o.DB, func(tx *gorm.DB) (struct{}, error) {
 		for i := 0; i < len(rows); {
 			// At most insertBatch rows and insertBytes of bodies a statement
 			// (MySQL's max_allowed_packet), at least one row.

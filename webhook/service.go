@@ -277,7 +277,7 @@ func mustJSON(v any) string {
 // Create registers a webhook and returns it with its secret (shown this
 // once). Its URL is checked (*URLError), at most MaxWebhooks exist
 // (*promptstore.LimitError).
-func (s *Service) Create(ctx context.Context, in CreateInput) (*WithSecret, error) {
+func (s *Service) Create(ctx context.Context, in CreateInput, then ...sqlstore.Then[*WithSecret]) (*WithSecret, error) {
 	if s.o.Cipher == nil {
 		return nil, ErrNoSecretKey
 	}
@@ -324,7 +324,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*WithSecret, erro
 			return nil, err
 		}
 		return &WithSecret{Webhook: r.webhook(now), Secret: secret}, nil
-	})
+	}, then...)
 }
 
 func (s *Service) audit(ctx context.Context, tx *gorm.DB, action, id string, revision int64) error {
@@ -504,7 +504,7 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 
 // RotateSecret gives a webhook a new secret at expected; the one it
 // replaces signs beside it for RotationOverlap.
-func (s *Service) RotateSecret(ctx context.Context, id string, expected int64) (*WithSecret, error) {
+func (s *Service) RotateSecret(ctx context.Context, id string, expected int64, then ...sqlstore.Then[*WithSecret]) (*WithSecret, error) {
 	if s.o.Cipher == nil {
 		return nil, ErrNoSecretKey
 	}
@@ -533,7 +533,7 @@ func (s *Service) RotateSecret(ctx context.Context, id string, expected int64) (
 			return nil, err
 		}
 		return &WithSecret{Webhook: r.webhook(now), Secret: secret}, nil
-	})
+	}, then...)
 }
 
 // Delivery is one event to one webhook.

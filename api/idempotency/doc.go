@@ -6,10 +6,9 @@
 // client's key, hashed together) and bound to the hash of the request body.
 // The first final outcome is recorded:
 //
-//   - a successful write records its answer from a commit hook typed for
-//     the write's result (sqlstore.OnCommit calling Store.Insert) inside
-//     the write's own transaction, so the answer exists if and only if the
-//     write does;
+//   - a successful write records its answer with Store.Insert in a
+//     sqlstore.Then handed to the write explicitly, inside the write's own
+//     transaction, so the answer exists if and only if the write does;
 //   - a validation failure records its problem body in a small
 //     transaction of its own (Store.Save).
 //

@@ -32,19 +32,19 @@ func Example() {
 		end, _ := store.Begin(key)
 		defer end()
 		var answer []byte
-		// The answer is recorded by a hook typed for the write's result,
-		// inside the write's transaction.
-		wctx := sqlstore.OnCommit(ctx, func(ctx context.Context, tx *gorm.DB, result string) error {
+		// The answer is recorded inside the write's transaction, by the
+		// Then handed to it.
+		record := func(tx *gorm.DB, result string) error {
 			r := idempotency.Response{Status: 201, ContentType: "application/json", Body: []byte(result)}
 			if err := store.Insert(ctx, tx, key, r); err != nil {
 				return err
 			}
 			answer = r.Body
 			return nil
-		})
-		_, _ = sqlstore.Transact(wctx, db, func(tx *gorm.DB) (string, error) {
+		}
+		_, _ = sqlstore.Transact(ctx, db, func(tx *gorm.DB) (string, error) {
 			return `{"id":1}`, nil // the write itself
-		})
+		}, record)
 		return fmt.Sprintf("created 201 %s", answer)
 	}
 	fmt.Println(write())

@@ -153,7 +153,7 @@ func (s *Store) Lookup(ctx context.Context, k Key) (*Response, error) {
 }
 
 // Insert records r for k within tx, the transaction of the write r
-// answers (call it from the write's sqlstore.OnCommit hook). An expired
+// answers (call it from a sqlstore.Then handed to the write). An expired
 // record of the scope is replaced; a live one is ErrExists (the caller
 // rolls back and replays it).
 func (s *Store) Insert(ctx context.Context, tx *gorm.DB, k Key, r Response) error {
@@ -173,7 +173,7 @@ func (s *Store) Insert(ctx context.Context, tx *gorm.DB, k Key, r Response) erro
 // nothing, such as validation errors). When a live record already exists
 // it is kept and Save reports success.
 func (s *Store) Save(ctx context.Context, k Key, r Response) error {
-	_, err := sqlstore.Transact(sqlstore.WithoutCommitHooks(ctx), s.db, func(tx *gorm.DB) (struct{}, error) {
+	_, err := sqlstore.Transact(ctx, s.db, func(tx *gorm.DB) (struct{}, error) {
 		return struct{}{}, s.Insert(ctx, tx, k, r)
 	})
 	if errors.Is(err, ErrExists) {

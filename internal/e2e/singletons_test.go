@@ -181,7 +181,7 @@ func TestE2E_singletonJobs_holderKilled_anotherInstanceRunsEachWithin5s(t *testi
 	t.Run("board", func(t *testing.T) {
 		frozen := s.freezeHolder(t, "board-reclaim", 75*time.Second)
 		b := s.any(frozen)
-		must(t, 201, "POST", b+"/v1/boards/jobs/records", runtimeToken, map[string]any{"id": "r1", "payload": map[string]any{}},
+		mustReportingLocks(t, s.vars["PROMPTD_MYSQL_DSN"], 201, "POST", b+"/v1/boards/jobs/records", runtimeToken, map[string]any{"id": "r1", "payload": map[string]any{}},
 			"Idempotency-Key", "r1")
 		must(t, 200, "POST", b+"/v1/boards/jobs/claim", runtimeToken, map[string]any{"holder": "w", "ttl_ms": 500}, "Idempotency-Key", "c1")
 		killed := s.kill(frozen)
@@ -204,7 +204,7 @@ func TestE2E_singletonJobs_holderKilled_anotherInstanceRunsEachWithin5s(t *testi
 		frozen := s.freezeHolder(t, "release-steps", 75*time.Second)
 		b := s.any(frozen)
 		var rel struct{ ID string }
-		must(t, 201, "POST", b+"/v1/agents/steps/envs/prod/releases", adminToken, map[string]any{"candidate_version": 2, "percent": 10,
+		mustReportingLocks(t, s.vars["PROMPTD_MYSQL_DSN"], 201, "POST", b+"/v1/agents/steps/envs/prod/releases", adminToken, map[string]any{"candidate_version": 2, "percent": 10,
 			"steps": []map[string]any{{"percent": 50, "after": "1s"}}}).json(t, &rel)
 		killed := s.kill(frozen)
 		took, ok := within(killed, func() bool {
@@ -242,7 +242,7 @@ func TestE2E_singletonJobs_holderKilled_anotherInstanceRunsEachWithin5s(t *testi
 		var sess struct {
 			SessionID string `json:"session_id"`
 		}
-		must(t, 201, "POST", b+"/v1/sessions", runtimeToken, map[string]any{"agent": "chat", "env": "prod", "user_id": "u1", "idle_ttl_ms": 1000}).json(t, &sess)
+		mustReportingLocks(t, s.vars["PROMPTD_MYSQL_DSN"], 201, "POST", b+"/v1/sessions", runtimeToken, map[string]any{"agent": "chat", "env": "prod", "user_id": "u1", "idle_ttl_ms": 1000}).json(t, &sess)
 		killed := s.kill(frozen)
 		took, ok := within(killed, func() bool {
 			var got struct{ State string }
