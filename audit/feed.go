@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,7 +50,13 @@ func Stamp(ctx context.Context, db *gorm.DB, batch int) (stamped int, head int64
 		n    int
 		head int64
 	}
-	r, err := sqlstore.Transact(ctx, db, func(tx *gorm.DB) (result, error) {
+	// READ COMMITTED: at REPEATABLE READ the stamping UPDATE takes next-key
+	// locks on the unstamped events' entries of the seq index, whose gap is
+	// where every new event is inserted, so a stamper stopped before its
+	// commit (a paused process) held up the writes of every instance.
+	// Nothing here needs a snapshot: the feed row's lock orders stampers,
+	// and each read is of what committed before it took that lock.
+	r, err := sqlstore.TransactIsolated(ctx, db, sql.LevelReadCommitted, func(tx *gorm.DB) (result, error) {
 		m, err := readMarks(tx, true)
 		if err != nil {
 			return result{}, err

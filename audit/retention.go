@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"gorm.io/gorm"
@@ -17,16 +18,21 @@ const pruneBatch = 1000
 // deleted, in one transaction: a reader that reads the mark after its rows
 // knows whether any row after its position went.
 func pruneBatchOf(ctx context.Context, db *gorm.DB, after, last, before int64) (int64, error) {
-	return sqlstore.Transact(ctx, db, func(tx *gorm.DB) (int64, error) {
+	// READ COMMITTED: at REPEATABLE READ the DELETE's range on the primary
+	// key locks the gap after the newest event, where every new event is
+	// inserted, so a pruner stopped before its commit held up every write.
+	// The feed row is locked first: no stamp runs between the read of the
+	// highest position and the DELETE, which sees what that read saw.
+	return sqlstore.TransactIsolated(ctx, db, sql.LevelReadCommitted, func(tx *gorm.DB) (int64, error) {
+		if _, err := readMarks(tx, true); err != nil {
+			return 0, err
+		}
 		var r struct{ High *int64 }
 		if err := tx.Raw(`SELECT MAX(seq) AS high FROM audit_events WHERE id > ? AND id <= ? AND at_ms < ?`, after, last, before).
 			Scan(&r).Error; err != nil {
 			return 0, err
 		}
 		if r.High != nil {
-			if _, err := readMarks(tx, true); err != nil {
-				return 0, err
-			}
 			if err := tx.Exec(`UPDATE audit_feed SET pruned_through = ? WHERE id = 1 AND pruned_through < ?`, *r.High, *r.High).Error; err != nil {
 				return 0, err
 			}

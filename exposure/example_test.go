@@ -40,7 +40,9 @@ func Example() {
 	rel, _ := releases.Create(ctx, release.CreateInput{Agent: "support", Env: "prod", CandidateVersion: 2, Percent: "10"})
 
 	now := time.Now()
-	s := exposure.New(exposure.Options{DB: db, Releases: releases, Envs: store})
+	// one clock for the items and the server's own count: across a minute's
+	// end they would be counted in two minutes
+	s := exposure.New(exposure.Options{DB: db, Releases: releases, Envs: store, Now: func() time.Time { return now }})
 	res, _ := s.Record(ctx, []exposure.Item{
 		{Agent: "support", Env: "prod", Version: 2, ReleaseID: rel.ID, Arm: "candidate", Count: 40, At: now},
 		{Agent: "support", Env: "prod", Version: 2, ReleaseID: rel.ID, Arm: "candidate", Count: 2, At: now},

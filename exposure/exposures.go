@@ -135,8 +135,8 @@ func checkArm(prefix, releaseID, arm string, required bool) error {
 // Record validates items (all or nothing: the first bad item names its
 // field, items[i].x), each against the stored data too (see
 // checker.check), and adds their counts in one transaction, one upsert
-// statement per 500 distinct keys. Its transaction runs ctx's commit
-// hooks (the api records the Idempotency-Key answer in it).
+// statement per 500 distinct keys. Its transaction runs then (the api
+// records the Idempotency-Key answer in it).
 func (s *Service) Record(ctx context.Context, items []Item, then ...sqlstore.Then[Accepted]) (Accepted, error) {
 	if len(items) == 0 || len(items) > MaxItems {
 		return Accepted{}, invalid("items", "1..%d items", MaxItems)
