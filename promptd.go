@@ -103,6 +103,11 @@ type Options struct {
 	// Access configures managed tokens (the bootstrap names it reserves,
 	// limits); New fills in the database, bus and instance.
 	Access access.Options
+	// Idempotency configures the stored outcomes of Idempotency-Key
+	// requests (their TTL, PROMPTD_IDEMPOTENCY_TTL).
+	Idempotency idempotency.Options
+	// Jobs configures the scheduled jobs of Run.
+	Jobs JobOptions
 }
 
 // Runtime is promptd's domain services over one database. Safe for
@@ -135,11 +140,19 @@ type Runtime struct {
 	Exposures *exposure.Service
 	// Access keeps managed tokens; revocations travel on Bus.
 	Access *access.Service
+	// Idempotency keeps the outcomes of Idempotency-Key requests (Run
+	// sweeps the expired ones).
+	Idempotency *idempotency.Store
 
 	db     *gorm.DB
 	ownsDB bool
 	stop   context.CancelFunc
 	done   chan struct{}
+	// what Run schedules with
+	jobs   JobOptions
+	locker locks.Locker
+	keys   locks.Keys
+	log    *slog.Logger
 }
 
 // New builds the services over db, which must be migrated (Migrations).
@@ -241,7 +254,8 @@ func New(db *gorm.DB, o Options) *Runtime {
 	return &Runtime{Prompts: store, Releases: releases, Sessions: sessions, Events: batcher, Boards: board.New(bo),
 		Leases:   leases.New(leases.Options{Locker: o.Locker, Keys: o.Keys, Events: batcher}),
 		Resolver: session.Resolver{S: sessions, Next: arm}, Bus: bus, Feed: feed, Webhooks: hooks, Exposures: exposures, Access: tokens,
-		db: db, stop: stop, done: done}
+		Idempotency: idempotency.New(db, o.Idempotency),
+		db:          db, stop: stop, done: done, jobs: o.Jobs, locker: o.Locker, keys: o.Keys, log: o.Logger}
 }
 
 // Open opens the database of cfg, migrates it and builds the services;
@@ -274,7 +288,8 @@ func (r *Runtime) Assemble(ctx context.Context, in promptstore.AssembleInput) (*
 	return r.Prompts.Assemble(ctx, r.Resolver, r.Sessions, in)
 }
 
-// Close stops the change feed and webhook deliveries (attempts in flight end first), writes the queued events, ends the event subscription and, when
+// Close stops the change feed and webhook deliveries (end Run's context
+// first) (attempts in flight end first), writes the queued events, ends the event subscription and, when
 // Open opened it, closes the database. The Locker and Redis client are the
 // caller's.
 func (r *Runtime) Close() error {

@@ -51,7 +51,8 @@ type Main struct {
 	events   *audit.Batcher // lease events and rejected writes, written in batches
 	releases *release.Service
 	sessions *session.Service
-	jobs     *scheduler
+	stopJobs context.CancelFunc // ends Runtime.Run
+	jobsDone chan struct{}
 	server   *api.Server
 	ln       net.Listener
 	served   chan error // the server's exit, once
@@ -125,14 +126,22 @@ func (m *Main) Open(ctx context.Context) error {
 	// The domain services, wired as package promptd wires them for any
 	// embedding program (resolution: session pin -> release arm -> env
 	// pointer).
+	guard := cfg.GuardEvery
+	if guard == 0 {
+		guard = -1 // PROMPTD_GUARD_EVERY=0: guards off
+	}
 	m.rt = promptd.New(m.db, promptd.Options{
 		Instance: cfg.InstanceID,
 		Logger:   m.Logger,
 		Locker:   m.locker, Keys: keys, Redis: m.redis, RedisTimeout: cfg.RedisTimeout,
 		Etcd: etcdBus, EtcdTimeout: cfg.Etcd.Timeout,
 		EventRetention: cfg.EventRetention, FeedMetrics: feedMetrics, Webhooks: hooks,
-		Exposures: exposure.Options{Metrics: exposure.NewMetrics(m.registry, cfg.ExposureSeriesMax)},
-		Access:    access.Options{Reserved: tokenNames(tokens)},
+		Exposures:   exposure.Options{Metrics: exposure.NewMetrics(m.registry, cfg.ExposureSeriesMax)},
+		Access:      access.Options{Reserved: tokenNames(tokens)},
+		Idempotency: idempotency.Options{TTL: cfg.IdempotencyTTL},
+		Jobs: promptd.JobOptions{ReconcileEvery: cfg.ReconcileEvery, GuardEvery: guard, AuditRetention: cfg.AuditRetention,
+			AuditPruneEvery: cfg.AuditPruneEvery, DeliveryRetention: cfg.WebhookDeliveryRetention,
+			ExposureRetention: cfg.ExposureRetention, OutcomeRetention: cfg.OutcomeRetention},
 		Prompts: promptstore.Options{
 			Metrics: promptstore.NewMetrics(m.registry),
 			Limits: promptstore.Limits{AssembleMaxBytes: cfg.AssembleMaxBytes, MaxHistoryTurns: int(cfg.AssembleMaxHistoryTurns),
@@ -151,16 +160,12 @@ func (m *Main) Open(ctx context.Context) error {
 	if err := m.store.RepairMirror(ctx); err != nil {
 		m.Logger.Warn("repairing the Redis mirror at start failed; the reconciler will catch up", "err", err)
 	}
-	idem := idempotency.New(m.db, idempotency.Options{TTL: cfg.IdempotencyTTL})
+	idem := m.rt.Idempotency
 	resolver := m.rt.Resolver
-	m.jobs = newScheduler(m.locker, keys, m.Logger)
-	scheduleJobs(m.jobs, jobDeps{db: m.db, store: m.store, idem: idem, releases: m.releases, sessions: m.sessions,
-		boards: m.rt.Boards, auditRetention: cfg.AuditRetention, auditPruneEvery: cfg.AuditPruneEvery,
-		webhooks: m.rt.Webhooks, deliveryRetention: cfg.WebhookDeliveryRetention, exposures: m.rt.Exposures,
-		exposureRetention: cfg.ExposureRetention, outcomeRetention: cfg.OutcomeRetention,
-		guardEvery: cfg.GuardEvery, access: m.rt.Access},
-		cfg.ReconcileEvery, m.Logger)
-	m.jobs.start()
+	jobsCtx, stopJobs := context.WithCancel(context.Background())
+	m.jobsDone = make(chan struct{})
+	m.stopJobs = stopJobs
+	go func() { defer close(m.jobsDone); _ = m.rt.Run(jobsCtx) }()
 
 	m.server = api.New(api.Config{
 		Logger:       m.Logger,
@@ -353,8 +358,12 @@ func (m *Main) Close(ctx context.Context) error {
 		errs = append(errs, m.server.Shutdown(sctx))
 		cancel()
 	}
-	if m.jobs != nil {
-		m.jobs.stop(ctx)
+	if m.stopJobs != nil { // the scheduler stops and its runs end
+		m.stopJobs()
+		select {
+		case <-m.jobsDone:
+		case <-ctx.Done():
+		}
 	}
 	if m.rt != nil {
 		errs = append(errs, m.rt.Close()) // queued events written, event subscription stopped

@@ -1,4 +1,4 @@
-package main
+package promptd
 
 import (
 	"context"
@@ -185,6 +185,81 @@ func (s *scheduler) stop(ctx context.Context) {
 	case <-ctx.Done():
 	}
 }
+
+// JobOptions configure the jobs Runtime.Run schedules; zero values are the
+// server's defaults (the PROMPTD_* variable named beside each).
+type JobOptions struct {
+	// ReconcileEvery: how often this instance's caches are reconciled with
+	// SQL (PROMPTD_RECONCILE_EVERY); zero means 2s.
+	ReconcileEvery time.Duration
+	// GuardEvery: how often release guards are evaluated
+	// (PROMPTD_GUARD_EVERY); zero means 10s, negative turns guards off.
+	GuardEvery time.Duration
+	// AuditRetention: audit events older are deleted
+	// (PROMPTD_AUDIT_RETENTION); zero means 2160h. AuditPruneEvery: how
+	// often (PROMPTD_AUDIT_PRUNE_EVERY); zero means 10m.
+	AuditRetention, AuditPruneEvery time.Duration
+	// DeliveryRetention: delivered and failed webhook deliveries older are
+	// deleted (PROMPTD_WEBHOOK_DELIVERY_RETENTION); zero means 720h.
+	DeliveryRetention time.Duration
+	// ExposureRetention, OutcomeRetention: exposure minutes, and the
+	// outcomes of releases that ended, older are deleted
+	// (PROMPTD_EXPOSURE_RETENTION, PROMPTD_OUTCOME_RETENTION); zero means
+	// exposure.DefaultRetention.
+	ExposureRetention, OutcomeRetention time.Duration
+}
+
+func (o JobOptions) withDefaults() JobOptions {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&o.ReconcileEvery, 2*time.Second)
+	def(&o.GuardEvery, 10*time.Second)
+	def(&o.AuditRetention, 2160*time.Hour)
+	def(&o.AuditPruneEvery, 10*time.Minute)
+	def(&o.DeliveryRetention, 720*time.Hour)
+	def(&o.ExposureRetention, exposure.DefaultRetention)
+	def(&o.OutcomeRetention, exposure.DefaultRetention)
+	return o
+}
+
+// Run runs the runtime's scheduled jobs until ctx ends, then stops them
+// and waits for runs in progress (at most stopWait): on every instance the
+// cache reconciler; once across the instances sharing the database (each
+// under its job lease, so a successor takes over within 5 s of a holder's
+// kill -9) the release steps and guards, the session, board, change-request
+// and Idempotency-Key sweeps, and the audit, webhook-delivery, exposure and
+// outcome retention. The per-instance loops that serve reads (the change
+// feed, the sequencer, webhook dispatch, exposure flushes, the token cache)
+// run from New until Close. Call Run once; the server calls it as an
+// embedding program does.
+func (r *Runtime) Run(ctx context.Context) error {
+	s := r.scheduler()
+	s.start()
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), stopWait)
+	defer cancel()
+	s.stop(sctx)
+	return nil
+}
+
+// scheduler is Run's scheduler with every job registered, not started.
+func (r *Runtime) scheduler() *scheduler {
+	o := r.jobs.withDefaults()
+	s := newScheduler(r.locker, r.keys, r.log)
+	scheduleJobs(s, jobDeps{db: r.db, store: r.Prompts, idem: r.Idempotency, releases: r.Releases, sessions: r.Sessions,
+		boards: r.Boards, auditRetention: o.AuditRetention, auditPruneEvery: o.AuditPruneEvery,
+		webhooks: r.Webhooks, deliveryRetention: o.DeliveryRetention, exposures: r.Exposures,
+		exposureRetention: o.ExposureRetention, outcomeRetention: o.OutcomeRetention,
+		guardEvery: max(o.GuardEvery, 0), access: r.Access}, o.ReconcileEvery, r.log)
+	return s
+}
+
+// stopWait bounds how long Run waits for job runs in progress once its
+// context ends.
+const stopWait = 10 * time.Second
 
 // jobDeps are the services whose jobs promptd schedules.
 type jobDeps struct {

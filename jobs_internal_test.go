@@ -1,17 +1,19 @@
-package main
+package promptd
 
 import (
 	"context"
 	"errors"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd"
+	"github.com/promptd/promptd/sqlstore"
+
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/internal/testenv"
@@ -161,7 +163,7 @@ func TestRetentionJobs_deleteOldAuditAndExpiredIdempotency_keepRecent(t *testing
 // PROMPTD_EXPOSURE_RETENTION and keeps the newer ones; an outcome of a
 // release that has not ended stays however old.
 func TestRetentionJobs_deleteOldExposures_keepRecentAndLiveOutcomes(t *testing.T) {
-	testenv.ForEachDialect(t, promptd.Migrations(), func(t *testing.T, db *gorm.DB) {
+	testenv.ForEachDialect(t, Migrations(), func(t *testing.T, db *gorm.DB) {
 		now := time.Now()
 		const retention = 2160 * time.Hour
 		for i, ms := range []int64{now.Add(-retention - time.Hour).UnixMilli(), now.Add(-retention - 2*time.Hour).UnixMilli(), now.UnixMilli()} {
@@ -174,7 +176,7 @@ func TestRetentionJobs_deleteOldExposures_keepRecentAndLiveOutcomes(t *testing.T
 			at_ms, token, created_at_ms) VALUES ('a', 'prod', 'rel_live', 'candidate', 2, 'bucket', 0, 1000, 1, 1, 't', 1)`).Error; err != nil {
 			t.Fatal(err)
 		}
-		rt := promptd.New(db, promptd.Options{Instance: "retention"})
+		rt := New(db, Options{Instance: "retention"})
 		t.Cleanup(func() { _ = rt.Close() })
 		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 		keys := locks.Keys{Prefix: "exposure-retention-test"}
@@ -192,4 +194,22 @@ func TestRetentionJobs_deleteOldExposures_keepRecentAndLiveOutcomes(t *testing.T
 			t.Fatalf("after the job: %d exposure rows (want the 1 recent), %d outcomes (want the 1 of a release not ended)", exposures, outcomes)
 		}
 	})
+}
+
+// Run schedules every job of the server (an embedding program gets them
+// all); GuardEvery < 0 leaves the guards out.
+func TestRun_schedulesEveryJob(t *testing.T) {
+	db := testenv.OpenDB(t, sqlstore.Config{SQLitePath: filepath.Join(t.TempDir(), "promptd.db")}, Migrations())
+	for _, c := range []struct {
+		guard time.Duration
+		want  int
+	}{{0, 11}, {-1, 10}} {
+		rt := New(db, Options{Instance: "jobs", Jobs: JobOptions{GuardEvery: c.guard}})
+		s := rt.scheduler()
+		if n := len(s.cron.Entries()); n != c.want {
+			t.Errorf("GuardEvery %v: %d jobs scheduled, want %d (reconcile, idempotency sweep, audit retention, webhook retention, outcome dedupe sweep, exposure retention, change-request expiry, release steps, release guards, session sweep, board reclaim)", c.guard, n, c.want)
+		}
+		s.stop(context.Background())
+		_ = rt.Close()
+	}
 }
