@@ -107,7 +107,7 @@ for pkg in $(go list ./...); do
 done
 
 section "examples/embedded: promptd as a library from a module of its own"
-run bash -c "cd examples/embedded && go vet ./... && go run ."
+run bash -c "cd examples/embedded && go vet ./... && go test -count=1 ./..."
 
 section "README walkthroughs: pasted in sequence against a fresh promptd (scripts/readme-walkthrough.sh)"
 run ./scripts/readme-walkthrough.sh

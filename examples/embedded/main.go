@@ -1,8 +1,10 @@
 // Command embedded is promptd used as a library by a program of its own
 // module: it publishes a prompt, rolls a new version out to half of its
 // users, pins a conversation to what its user got, appends turns to it and
-// assembles the prompt with the history — all in process on SQLite, no
-// server, no HTTP.
+// assembles the prompt with the history; then, with the runtime's jobs
+// running (Runtime.Run, as in the server), a release's scheduled step is
+// applied and a guard rolls a failing candidate back — all in process on
+// SQLite, no server, no HTTP.
 //
 //	cd examples/embedded && go run .
 package main
@@ -14,11 +16,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/promptd/promptd"
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/exposure"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
+	"github.com/promptd/promptd/release/guard"
 	"github.com/promptd/promptd/session"
 	"github.com/promptd/promptd/sqlstore"
 )
@@ -38,7 +43,8 @@ func run(ctx context.Context) error {
 	}
 	defer os.RemoveAll(dir)
 
-	rt, err := promptd.Open(ctx, sqlstore.Config{SQLitePath: filepath.Join(dir, "promptd.db")}, promptd.Options{Instance: "embedded"})
+	rt, err := promptd.Open(ctx, sqlstore.Config{SQLitePath: filepath.Join(dir, "promptd.db")}, promptd.Options{Instance: "embedded",
+		Jobs: promptd.JobOptions{GuardEvery: 200 * time.Millisecond}})
 	if err != nil {
 		return err
 	}
@@ -70,7 +76,10 @@ func run(ctx context.Context) error {
 	}
 
 	// Release: version 2 to 50 % of users, sticky per user.
-	rel, err := rt.Releases.Create(ctx, release.CreateInput{Agent: "support", Env: "prod", CandidateVersion: 2, Percent: "50"})
+	// (A fixed id keeps this program's output the same from run to run:
+	// buckets are a hash of the release id and the user.)
+	rel, err := rt.Releases.Create(ctx, release.CreateInput{ID: "rel_00000000000e4bed", Agent: "support", Env: "prod",
+		CandidateVersion: 2, Percent: "50"})
 	if err != nil {
 		return err
 	}
@@ -117,5 +126,84 @@ func run(ctx context.Context) error {
 	for _, m := range out.Messages {
 		fmt.Printf("  %s: %s\n", m.Role, m.Content)
 	}
+	return jobs(ctx, rt, configs)
+}
+
+// jobs runs the runtime's background jobs (Run: the reconciler, release
+// steps and guards, sweeps, retention; the server runs the same) and shows
+// two of them at work.
+func jobs(ctx context.Context, rt *promptd.Runtime, configs []string) error {
+	jctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(jctx) }()
+	defer func() { stop(); <-done }()
+	for _, agent := range []string{"billing", "triage"} {
+		for base, cfg := range configs {
+			if _, err := rt.Prompts.CreateVersion(ctx, promptstore.CreateVersionInput{Agent: agent, BaseVersion: base, Config: json.RawMessage(cfg)}); err != nil {
+				return err
+			}
+		}
+		zero := int64(0)
+		if _, err := rt.Prompts.SwitchPointer(ctx, promptstore.SwitchInput{Agent: agent, Env: "prod", Version: 1, ExpectedRevision: &zero}); err != nil {
+			return err
+		}
+	}
+
+	// A scheduled step: 10 % now, 50 % a second later, applied by the
+	// release-steps job.
+	stepped, err := rt.Releases.Create(ctx, release.CreateInput{Agent: "billing", Env: "prod", CandidateVersion: 2, Percent: "10",
+		Steps: []release.Step{{Percent: "50", After: "1s"}}})
+	if err != nil {
+		return err
+	}
+	got, err := waitFor(ctx, rt, stepped.ID, func(r *release.Release) bool { return r.StepsApplied == 1 })
+	if err != nil {
+		return err
+	}
+	fmt.Printf("billing release stepped by the scheduler: %s%% -> %s%%\n", stepped.Percent, got.Percent)
+
+	// A guard: the candidate fails 40 % of the time against the baseline's
+	// 5 %, on 400 outcomes each; the guard job rolls it back.
+	guarded, err := rt.Releases.Create(ctx, release.CreateInput{Agent: "triage", Env: "prod", CandidateVersion: 2, Percent: "50",
+		Guard: &guard.Config{Metric: guard.FailureRate, MaxDegradation: 2, MinSamples: 200, Confidence: 0.95, Action: guard.Rollback}})
+	if err != nil {
+		return err
+	}
+	var outcomes []exposure.Outcome
+	for i := 0; i < 400; i++ {
+		now := time.Now()
+		outcomes = append(outcomes,
+			exposure.Outcome{Agent: "triage", Env: "prod", ReleaseID: guarded.ID, Arm: "baseline", Version: 1, Reason: "bucket", Success: i%20 != 0, At: now},
+			exposure.Outcome{Agent: "triage", Env: "prod", ReleaseID: guarded.ID, Arm: "candidate", Version: 2, Reason: "bucket", Success: i%5 > 1, At: now})
+	}
+	for len(outcomes) > 0 {
+		n := min(len(outcomes), exposure.MaxItems)
+		if _, err := rt.Exposures.RecordOutcomes(ctx, outcomes[:n]); err != nil {
+			return err
+		}
+		outcomes = outcomes[n:]
+	}
+	got, err = waitFor(ctx, rt, guarded.ID, func(r *release.Release) bool { return r.State != release.Running })
+	if err != nil {
+		return err
+	}
+	fmt.Printf("triage release %s by its guard (%s)\n", got.State, got.Guard.State)
 	return nil
+}
+
+// waitFor polls release id until done holds (at most 30 s).
+func waitFor(ctx context.Context, rt *promptd.Runtime, id string, done func(*release.Release) bool) (*release.Release, error) {
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		r, err := rt.Releases.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if done(r) {
+			return r, nil
+		}
+		if time.Now().After(deadline) {
+			return r, fmt.Errorf("release %s: still %s after 30 s", id, r.State)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
