@@ -25,80 +25,6 @@ import (
 	"github.com/promptd/promptd/webhook"
 )
 
-// configVars lists every environment variable promptd reads; the tests
-// check that loadConfig reads exactly these and that docker-compose.yml
-// sets no other PROMPTD_ variable.
-var configVars = []string{
-	"PROMPTD_EVENT_RETENTION",
-	"PROMPTD_STREAMS_PER_TOKEN",
-	"PROMPTD_HEAVY_PER_TOKEN",
-	"PROMPTD_HEAVY_MAX",
-	"PROMPTD_AUTH_FAILURES_PER_MINUTE",
-	"PROMPTD_TRUSTED_PROXIES",
-	"PROMPTD_ADDR",
-	"PROMPTD_DATA_DIR",
-	"PROMPTD_MYSQL_DSN",
-	"PROMPTD_REDIS_URL",
-	"PROMPTD_REDIS_CLUSTER",
-	"PROMPTD_SINGLE_INSTANCE",
-	"PROMPTD_KEY_PREFIX",
-	"PROMPTD_TOKENS",
-	"PROMPTD_METRICS_TOKEN",
-	"PROMPTD_INSTANCE_ID",
-	"PROMPTD_REDIS_TIMEOUT",
-	"PROMPTD_RECONCILE_EVERY",
-	"PROMPTD_IMPORT_MAX_BYTES",
-	"PROMPTD_SESSION_IDLE_TTL",
-	"PROMPTD_SESSION_RETENTION",
-	"PROMPTD_IDEMPOTENCY_TTL",
-	"PROMPTD_SESSION_MAX_TURNS",
-	"PROMPTD_SESSION_MAX_BYTES",
-	"PROMPTD_SESSION_MAX_STATE_KEYS",
-	"PROMPTD_SESSION_PAGE_BYTES",
-	"PROMPTD_ASSEMBLE_MAX_BYTES",
-	"PROMPTD_ASSEMBLE_MAX_HISTORY_TURNS",
-	"PROMPTD_DIFF_MAX_BYTES",
-	"PROMPTD_DIFF_MAX_LINES",
-	"PROMPTD_DIFF_CACHE_BYTES",
-	"PROMPTD_LOG_LEVEL",
-	"PROMPTD_AUDIT_RETENTION",
-	"PROMPTD_AUDIT_PRUNE_EVERY",
-	"PROMPTD_LEASE_MAX_WAITERS",
-	"PROMPTD_LEASE_MAX_PER_TOKEN",
-	"PROMPTD_LOCK_FENCE_TTL",
-	"PROMPTD_READ_HEADER_TIMEOUT",
-	"PROMPTD_READ_TIMEOUT",
-	"PROMPTD_WRITE_TIMEOUT",
-	"PROMPTD_IDLE_TIMEOUT",
-	"PROMPTD_MAX_CONNS",
-	"PROMPTD_BOARD_MAX_RECORDS",
-	"PROMPTD_BOARD_RETENTION",
-	"PROMPTD_BOARD_DEDUPE_TTL",
-	"PROMPTD_BOARD_MAX_PER_TOKEN",
-	"PROMPTD_BOARD_IDLE_RETENTION",
-	"PROMPTD_ETCD_ENDPOINTS",
-	"PROMPTD_ETCD_USERNAME",
-	"PROMPTD_ETCD_PASSWORD",
-	"PROMPTD_ETCD_CA_FILE",
-	"PROMPTD_ETCD_CERT_FILE",
-	"PROMPTD_ETCD_KEY_FILE",
-	"PROMPTD_ETCD_TIMEOUT",
-	"PROMPTD_WEBHOOK_ALLOW_HTTP",
-	"PROMPTD_WEBHOOK_ALLOW_PRIVATE",
-	"PROMPTD_SECRET_KEY",
-	"PROMPTD_WEBHOOK_BACKOFF",
-	"PROMPTD_WEBHOOK_DELIVERY_RETENTION",
-	"PROMPTD_BUNDLE_MAX_BYTES",
-	"PROMPTD_EXPOSURE_SERIES_MAX",
-	"PROMPTD_EXPOSURE_RETENTION",
-	"PROMPTD_OUTCOME_RETENTION",
-	"PROMPTD_GUARD_EVERY",
-	"PROMPTD_CONSOLE",
-	"PROMPTD_CONSOLE_SESSION_TTL",
-	"PROMPTD_CONSOLE_SECURE_COOKIE",
-	"PROMPTD_FEED_SCAN_MAX",
-}
-
 // Token roles.
 const (
 	RoleAdmin   = "admin"
@@ -207,92 +133,99 @@ type Config struct {
 // loadConfig reads and validates the configuration. It reports every
 // problem at once; no message contains a secret.
 func loadConfig(getenv func(string) string) (Config, error) {
-	e := &envReader{getenv: getenv}
-	c := Config{
-		Addr:             e.str("PROMPTD_ADDR", defaultAddr),
-		DataDir:          e.str("PROMPTD_DATA_DIR", "./data"),
-		MySQLDSN:         e.str("PROMPTD_MYSQL_DSN", ""),
-		RedisURL:         e.str("PROMPTD_REDIS_URL", ""),
-		RedisCluster:     e.boolean("PROMPTD_REDIS_CLUSTER", false),
-		SingleInstance:   e.boolean("PROMPTD_SINGLE_INSTANCE", false),
-		KeyPrefix:        e.str("PROMPTD_KEY_PREFIX", "prompt"),
-		MetricsToken:     e.str("PROMPTD_METRICS_TOKEN", ""),
-		InstanceID:       e.str("PROMPTD_INSTANCE_ID", ""),
-		RedisTimeout:     e.duration("PROMPTD_REDIS_TIMEOUT", 100*time.Millisecond),
-		ReconcileEvery:   e.duration("PROMPTD_RECONCILE_EVERY", 2*time.Second),
-		ImportMaxBytes:   e.bytes("PROMPTD_IMPORT_MAX_BYTES", 64<<20),
-		SessionIdleTTL:   e.duration("PROMPTD_SESSION_IDLE_TTL", 24*time.Hour),
-		SessionRetention: e.duration("PROMPTD_SESSION_RETENTION", 720*time.Hour),
-		IdempotencyTTL:   e.duration("PROMPTD_IDEMPOTENCY_TTL", 24*time.Hour),
-		LogLevel:         e.level("PROMPTD_LOG_LEVEL", slog.LevelInfo),
-		AuditRetention:   e.duration("PROMPTD_AUDIT_RETENTION", 2160*time.Hour),
-		AuditPruneEvery:  e.duration("PROMPTD_AUDIT_PRUNE_EVERY", 10*time.Minute),
-		LeaseMaxWaiters:  int(e.count("PROMPTD_LEASE_MAX_WAITERS", int64(locks.DefaultMaxWaiters))),
-		LeaseMaxPerToken: int(e.count("PROMPTD_LEASE_MAX_PER_TOKEN", leases.DefaultMaxPerOwner)),
-		LockFenceTTL:     e.duration("PROMPTD_LOCK_FENCE_TTL", locks.DefaultFenceTTL),
+	return readConfig(&envReader{getenv: getenv})
+}
 
-		SessionMaxTurns:         e.count("PROMPTD_SESSION_MAX_TURNS", 10000),
-		SessionMaxBytes:         e.bytes("PROMPTD_SESSION_MAX_BYTES", 32<<20),
-		SessionMaxStateKeys:     e.count("PROMPTD_SESSION_MAX_STATE_KEYS", 1000),
-		SessionPageBytes:        e.bytes("PROMPTD_SESSION_PAGE_BYTES", 4<<20),
-		AssembleMaxBytes:        e.bytes("PROMPTD_ASSEMBLE_MAX_BYTES", 8<<20),
-		AssembleMaxHistoryTurns: e.count("PROMPTD_ASSEMBLE_MAX_HISTORY_TURNS", 1000),
-		DiffMaxBytes:            e.bytes("PROMPTD_DIFF_MAX_BYTES", 1<<20),
-		DiffMaxLines:            e.count("PROMPTD_DIFF_MAX_LINES", 20000),
-		DiffCacheBytes:          e.bytes("PROMPTD_DIFF_CACHE_BYTES", 16<<20),
+// readConfig is the configuration table: each variable is read once, by
+// one call that names it, its default, its parser (the method) and its
+// meaning. `promptd -h`, the list of variables promptd reads and the
+// README's table (checked by a test) all come from it (configTable).
+func readConfig(e *envReader) (Config, error) {
+	c := Config{
+		Addr:             e.str("PROMPTD_ADDR", defaultAddr, "listen address (:0 picks a port; the log says which)"),
+		DataDir:          e.str("PROMPTD_DATA_DIR", "./data", "SQLite file and generated tokens (embedded mode)"),
+		MySQLDSN:         e.str("PROMPTD_MYSQL_DSN", "", "go-sql-driver DSN, e.g. user:pw@tcp(127.0.0.1:3306)/promptd", "empty: SQLite"),
+		RedisURL:         e.str("PROMPTD_REDIS_URL", "", "e.g. redis://127.0.0.1:6379/0", "empty: in-memory locks, no shared cache"),
+		RedisCluster:     e.boolean("PROMPTD_REDIS_CLUSTER", false, "true: PROMPTD_REDIS_URL names seed nodes of a Redis Cluster"),
+		SingleInstance:   e.boolean("PROMPTD_SINGLE_INSTANCE", false, "required to run on MySQL without Redis or etcd (one process only)"),
+		KeyPrefix:        e.str("PROMPTD_KEY_PREFIX", "prompt", "Redis key prefix"),
+		MetricsToken:     e.str("PROMPTD_METRICS_TOKEN", "", "bearer token for /metrics", "empty: /metrics open"),
+		InstanceID:       e.str("PROMPTD_INSTANCE_ID", "", "shown in leases, audit and logs", "hostname-pid"),
+		RedisTimeout:     e.duration("PROMPTD_REDIS_TIMEOUT", 100*time.Millisecond, "bound on one Redis call"),
+		ReconcileEvery:   e.duration("PROMPTD_RECONCILE_EVERY", 2*time.Second, "per-instance cache reconciler period"),
+		ImportMaxBytes:   e.bytes("PROMPTD_IMPORT_MAX_BYTES", 64<<20, "body limit of /v1/import"),
+		SessionIdleTTL:   e.duration("PROMPTD_SESSION_IDLE_TTL", 24*time.Hour, "default idle TTL; the sweeper closes idle sessions"),
+		SessionRetention: e.duration("PROMPTD_SESSION_RETENTION", 720*time.Hour, "closed sessions are deleted after this"),
+		IdempotencyTTL:   e.duration("PROMPTD_IDEMPOTENCY_TTL", 24*time.Hour, "how long stored Idempotency-Key outcomes are kept"),
+		LogLevel:         e.level("PROMPTD_LOG_LEVEL", slog.LevelInfo, "debug, info, warn or error (JSON logs on stdout)"),
+		AuditRetention:   e.duration("PROMPTD_AUDIT_RETENTION", 2160*time.Hour, "audit events older than this are deleted"),
+		AuditPruneEvery:  e.duration("PROMPTD_AUDIT_PRUNE_EVERY", 10*time.Minute, "how often one replica deletes the audit events past their retention"),
+		LeaseMaxWaiters:  int(e.count("PROMPTD_LEASE_MAX_WAITERS", int64(locks.DefaultMaxWaiters), "lease acquires that may wait at once per process")),
+		LeaseMaxPerToken: int(e.count("PROMPTD_LEASE_MAX_PER_TOKEN", leases.DefaultMaxPerOwner, "live generic leases one token may hold (429 beyond)")),
+		LockFenceTTL:     e.duration("PROMPTD_LOCK_FENCE_TTL", locks.DefaultFenceTTL, "how long a Redis fence counter outlives its lock's last grant"),
+
+		SessionMaxTurns:         e.count("PROMPTD_SESSION_MAX_TURNS", 10000, "turns one session may hold"),
+		SessionMaxBytes:         e.bytes("PROMPTD_SESSION_MAX_BYTES", 32<<20, "bytes of turns and state entries one session may hold"),
+		SessionMaxStateKeys:     e.count("PROMPTD_SESSION_MAX_STATE_KEYS", 1000, "state entries one session may hold"),
+		SessionPageBytes:        e.bytes("PROMPTD_SESSION_PAGE_BYTES", 4<<20, "bytes of turns in one session page"),
+		AssembleMaxBytes:        e.bytes("PROMPTD_ASSEMBLE_MAX_BYTES", 8<<20, "largest assembled answer"),
+		AssembleMaxHistoryTurns: e.count("PROMPTD_ASSEMBLE_MAX_HISTORY_TURNS", 1000, "history turns of an assemble, and the most it may ask for"),
+		DiffMaxBytes:            e.bytes("PROMPTD_DIFF_MAX_BYTES", 1<<20, "the two configs of a diff together"),
+		DiffMaxLines:            e.count("PROMPTD_DIFF_MAX_LINES", 20000, "their lines together"),
+		DiffCacheBytes:          e.bytes("PROMPTD_DIFF_CACHE_BYTES", 16<<20, "in-process cache of computed diffs"),
 	}
-	c.EventRetention = e.duration("PROMPTD_EVENT_RETENTION", 168*time.Hour)
+	c.EventRetention = e.duration("PROMPTD_EVENT_RETENTION", 168*time.Hour, "how far back a /v1/events reader may resume")
 	if c.AuditRetention < c.EventRetention {
 		// The feed's events are audit rows: pruning them earlier than a
 		// reader may resume would make resumable positions lose events.
 		e.check("PROMPTD_AUDIT_RETENTION", fmt.Errorf("%s is shorter than PROMPTD_EVENT_RETENTION (%s): the change feed's events are audit events, kept at least as long as a reader may resume",
 			c.AuditRetention, c.EventRetention))
 	}
-	c.GuardEvery = e.duration("PROMPTD_GUARD_EVERY", 10*time.Second)
-	c.StreamsPerToken = int(e.count("PROMPTD_STREAMS_PER_TOKEN", api.DefaultStreamsPerToken))
-	c.HeavyPerToken = int(e.count("PROMPTD_HEAVY_PER_TOKEN", api.DefaultHeavyPerToken))
-	c.HeavyMax = int(e.count("PROMPTD_HEAVY_MAX", api.DefaultHeavyMax))
-	c.ReadHeaderTimeout = e.duration("PROMPTD_READ_HEADER_TIMEOUT", api.DefaultReadHeaderTimeout)
-	c.ReadTimeout = e.duration("PROMPTD_READ_TIMEOUT", api.DefaultReadTimeout)
-	c.WriteTimeout = e.duration("PROMPTD_WRITE_TIMEOUT", api.DefaultWriteTimeout)
-	c.IdleTimeout = e.duration("PROMPTD_IDLE_TIMEOUT", api.DefaultIdleTimeout)
-	c.MaxConns = int(e.count("PROMPTD_MAX_CONNS", api.DefaultMaxConns))
-	c.BoardMaxRecords = e.count("PROMPTD_BOARD_MAX_RECORDS", board.DefaultMaxRecords)
-	c.BoardRetention = e.duration("PROMPTD_BOARD_RETENTION", board.DefaultRetention)
-	c.BoardDedupeTTL = e.duration("PROMPTD_BOARD_DEDUPE_TTL", board.DefaultDedupeTTL)
-	c.BoardMaxPerToken = e.count("PROMPTD_BOARD_MAX_PER_TOKEN", board.DefaultMaxBoardsPerToken)
-	c.BoardIdleRetention = e.duration("PROMPTD_BOARD_IDLE_RETENTION", board.DefaultIdleRetention)
+	c.GuardEvery = e.duration("PROMPTD_GUARD_EVERY", 10*time.Second, "release guards are evaluated this often (one replica)")
+	c.StreamsPerToken = int(e.count("PROMPTD_STREAMS_PER_TOKEN", api.DefaultStreamsPerToken, "open event streams and long-polls per token on one instance"))
+	c.HeavyPerToken = int(e.count("PROMPTD_HEAVY_PER_TOKEN", api.DefaultHeavyPerToken, "heavy requests (a bundle that must be built, history, version and record lists, diff, audit) per token in flight on one instance"))
+	c.HeavyMax = int(e.count("PROMPTD_HEAVY_MAX", api.DefaultHeavyMax, "heavy requests in flight on one instance (then a request waits up to 2 s, then 503 overloaded)"))
+	c.ReadHeaderTimeout = e.duration("PROMPTD_READ_HEADER_TIMEOUT", api.DefaultReadHeaderTimeout, "time a connection has to send a request's headers")
+	c.ReadTimeout = e.duration("PROMPTD_READ_TIMEOUT", api.DefaultReadTimeout, "bound on reading a whole request, body included")
+	c.WriteTimeout = e.duration("PROMPTD_WRITE_TIMEOUT", api.DefaultWriteTimeout, "bound from a request's headers to the end of its answer")
+	c.IdleTimeout = e.duration("PROMPTD_IDLE_TIMEOUT", api.DefaultIdleTimeout, "a kept-alive connection without a new request is closed after this")
+	c.MaxConns = int(e.count("PROMPTD_MAX_CONNS", api.DefaultMaxConns, "connections served at once (lowered to fit the open-file limit)"))
+	c.BoardMaxRecords = e.count("PROMPTD_BOARD_MAX_RECORDS", board.DefaultMaxRecords, "non-terminal records one board may hold")
+	c.BoardRetention = e.duration("PROMPTD_BOARD_RETENTION", board.DefaultRetention, "terminal board records are deleted this long after")
+	c.BoardDedupeTTL = e.duration("PROMPTD_BOARD_DEDUPE_TTL", board.DefaultDedupeTTL, "how long a board remembers a record's dedupe_key")
+	c.BoardMaxPerToken = e.count("PROMPTD_BOARD_MAX_PER_TOKEN", board.DefaultMaxBoardsPerToken, "boards one token may have created (422 limit_exceeded beyond)")
+	c.BoardIdleRetention = e.duration("PROMPTD_BOARD_IDLE_RETENTION", board.DefaultIdleRetention, "a board without records whose definition is older is deleted")
 	c.Etcd = readEtcdConfig(e)
-	c.WebhookAllowHTTP = e.boolean("PROMPTD_WEBHOOK_ALLOW_HTTP", false)
-	c.WebhookAllowPrivate = e.boolean("PROMPTD_WEBHOOK_ALLOW_PRIVATE", false)
-	if k := e.str("PROMPTD_SECRET_KEY", ""); k != "" {
+	c.WebhookAllowHTTP = e.boolean("PROMPTD_WEBHOOK_ALLOW_HTTP", false, "allow http:// webhook URLs")
+	c.WebhookAllowPrivate = e.boolean("PROMPTD_WEBHOOK_ALLOW_PRIVATE", false, "allow webhook hosts on loopback and private addresses")
+	if k := e.str("PROMPTD_SECRET_KEY", "", "32 bytes, base64: encrypts webhook secrets at rest", "embedded: generated into PROMPTD_DATA_DIR/secret_key (mode 0600); MySQL: unset, webhooks off"); k != "" {
 		key, err := webhook.ParseKey(k)
 		e.check("PROMPTD_SECRET_KEY", err)
 		c.SecretKey = key
 	}
-	c.WebhookBackoff = e.durations("PROMPTD_WEBHOOK_BACKOFF", nil) // nil: webhook.DefaultBackoff
-	c.WebhookDeliveryRetention = e.duration("PROMPTD_WEBHOOK_DELIVERY_RETENTION", 720*time.Hour)
-	c.BundleMaxBytes = e.bytes("PROMPTD_BUNDLE_MAX_BYTES", api.DefaultBundleMaxBytes)
-	c.ExposureSeriesMax = int(e.count("PROMPTD_EXPOSURE_SERIES_MAX", exposure.DefaultSeries))
-	c.ExposureRetention = e.duration("PROMPTD_EXPOSURE_RETENTION", exposure.DefaultRetention)
+	c.WebhookBackoff = e.durations("PROMPTD_WEBHOOK_BACKOFF", webhook.DefaultBackoff, "webhook retry schedule (full jitter)")
+	c.WebhookDeliveryRetention = e.duration("PROMPTD_WEBHOOK_DELIVERY_RETENTION", 720*time.Hour, "finished webhook deliveries are deleted after this")
+	c.BundleMaxBytes = e.bytes("PROMPTD_BUNDLE_MAX_BYTES", api.DefaultBundleMaxBytes, "largest GET /v1/bundle answer")
+	c.ExposureSeriesMax = int(e.count("PROMPTD_EXPOSURE_SERIES_MAX", exposure.DefaultSeries, "series of promptd_exposures_total; past it new label sets count under one series with every label \"other\""))
+	c.ExposureRetention = e.duration("PROMPTD_EXPOSURE_RETENTION", exposure.DefaultRetention, "exposure minutes older than this are deleted (at least 24h)")
 	if c.ExposureRetention < exposure.MinExposureRetention {
 		// a report may still add to a minute this old
 		e.check("PROMPTD_EXPOSURE_RETENTION", fmt.Errorf("%s is shorter than %s, how old a reported exposure may be",
 			c.ExposureRetention, exposure.MinExposureRetention))
 	}
-	c.OutcomeRetention = e.duration("PROMPTD_OUTCOME_RETENTION", exposure.DefaultRetention)
+	c.OutcomeRetention = e.duration("PROMPTD_OUTCOME_RETENTION", exposure.DefaultRetention, "outcomes of releases that ended longer ago than this are deleted; a running or paused release's never (at least 168h)")
 	if c.OutcomeRetention < exposure.MinOutcomeRetention {
 		e.check("PROMPTD_OUTCOME_RETENTION", fmt.Errorf("%s is shorter than %s, the outcome ids' dedupe window",
 			c.OutcomeRetention, exposure.MinOutcomeRetention))
 	}
-	c.Console = e.boolean("PROMPTD_CONSOLE", true)
-	c.ConsoleSessionTTL = e.duration("PROMPTD_CONSOLE_SESSION_TTL", access.DefaultSessionTTL)
-	c.ConsoleSecureCookie = e.boolean("PROMPTD_CONSOLE_SECURE_COOKIE", false)
-	c.FeedScanMax = int(e.count("PROMPTD_FEED_SCAN_MAX", api.DefaultFeedScanMax))
-	c.AuthFailuresPerMinute = int(e.countOrOff("PROMPTD_AUTH_FAILURES_PER_MINUTE", api.DefaultAuthFailuresPerMinute))
-	c.TrustedProxies = e.prefixes("PROMPTD_TRUSTED_PROXIES")
+	c.Console = e.boolean("PROMPTD_CONSOLE", true, "serve the web console at /ui/ (false: 404, no session cookies)")
+	c.ConsoleSessionTTL = e.duration("PROMPTD_CONSOLE_SESSION_TTL", access.DefaultSessionTTL, "a console login lasts this long (never past its token's expiry)")
+	c.ConsoleSecureCookie = e.boolean("PROMPTD_CONSOLE_SECURE_COOKIE", false, "mark the console's session cookie Secure on every login (TLS proxy without X-Forwarded-Proto)")
+	c.FeedScanMax = int(e.count("PROMPTD_FEED_SCAN_MAX", api.DefaultFeedScanMax, "feed events one long-poll answer looks at (a filter matching little answers with next advanced)"))
+	c.AuthFailuresPerMinute = int(e.countOrOff("PROMPTD_AUTH_FAILURES_PER_MINUTE", api.DefaultAuthFailuresPerMinute, "failed authentications per client address per minute on one instance before 429 (0: unlimited)"))
+	c.TrustedProxies = e.prefixes("PROMPTD_TRUSTED_PROXIES", "addresses or CIDR prefixes of proxies whose X-Forwarded-For names the client", "(none)")
 	e.check("PROMPTD_METRICS_TOKEN", checkSecret(c.MetricsToken))
-	tokens, err := parseTokens(e.str("PROMPTD_TOKENS", ""))
+	tokens, err := parseTokens(e.str("PROMPTD_TOKENS", "", "bootstrap tokens, comma-separated name:role:secret", "empty: generated in embedded mode; required with MySQL"))
 	e.check("PROMPTD_TOKENS", err)
 	c.Tokens = tokens
 	if c.InstanceID == "" {
@@ -323,9 +256,41 @@ func loadConfig(getenv func(string) string) (Config, error) {
 }
 
 // envReader reads variables with defaults and collects parse errors.
+// With docs set it also records each variable it reads: its name, its
+// default as `promptd -h` shows it (shown, where given, for a default
+// that is not a value, such as "empty: SQLite") and its meaning.
 type envReader struct {
 	getenv func(string) string
 	errs   []error
+	docs   *[]configVar
+}
+
+// configVar is one row of the configuration table.
+type configVar struct{ Name, Default, Meaning string }
+
+func (e *envReader) doc(name, def, meaning string, shown []string) {
+	if e.docs == nil {
+		return
+	}
+	if len(shown) > 0 {
+		def = shown[0]
+	}
+	*e.docs = append(*e.docs, configVar{Name: name, Default: def, Meaning: meaning})
+}
+
+// raw is a variable's value, trimmed ("" when unset).
+func (e *envReader) raw(name string) string { return strings.TrimSpace(e.getenv(name)) }
+
+// showDuration is d as the table shows it: 24h, 10m, 100ms.
+func showDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func (e *envReader) check(name string, err error) {
@@ -334,15 +299,17 @@ func (e *envReader) check(name string, err error) {
 	}
 }
 
-func (e *envReader) str(name, def string) string {
-	if v := strings.TrimSpace(e.getenv(name)); v != "" {
+func (e *envReader) str(name, def, meaning string, shown ...string) string {
+	e.doc(name, def, meaning, shown)
+	if v := e.raw(name); v != "" {
 		return v
 	}
 	return def
 }
 
-func (e *envReader) duration(name string, def time.Duration) time.Duration {
-	v := e.str(name, "")
+func (e *envReader) duration(name string, def time.Duration, meaning string, shown ...string) time.Duration {
+	e.doc(name, showDuration(def), meaning, shown)
+	v := e.raw(name)
 	if v == "" {
 		return def
 	}
@@ -357,8 +324,13 @@ func (e *envReader) duration(name string, def time.Duration) time.Duration {
 }
 
 // durations reads a comma-separated list of positive durations.
-func (e *envReader) durations(name string, def []time.Duration) []time.Duration {
-	v := e.str(name, "")
+func (e *envReader) durations(name string, def []time.Duration, meaning string, shown ...string) []time.Duration {
+	ds := make([]string, len(def))
+	for i, d := range def {
+		ds[i] = showDuration(d)
+	}
+	e.doc(name, strings.Join(ds, ","), meaning, shown)
+	v := e.raw(name)
 	if v == "" {
 		return def
 	}
@@ -379,8 +351,9 @@ func (e *envReader) durations(name string, def []time.Duration) []time.Duration 
 
 // prefixes reads a comma-separated list of CIDR prefixes or addresses (an
 // address is its own /32 or /128).
-func (e *envReader) prefixes(name string) []netip.Prefix {
-	v := e.str(name, "")
+func (e *envReader) prefixes(name, meaning string, shown ...string) []netip.Prefix {
+	e.doc(name, "", meaning, shown)
+	v := e.raw(name)
 	if strings.TrimSpace(v) == "" {
 		return nil
 	}
@@ -401,8 +374,9 @@ func (e *envReader) prefixes(name string) []netip.Prefix {
 	return out
 }
 
-func (e *envReader) boolean(name string, def bool) bool {
-	v := e.str(name, "")
+func (e *envReader) boolean(name string, def bool, meaning string, shown ...string) bool {
+	e.doc(name, strconv.FormatBool(def), meaning, shown)
+	v := e.raw(name)
 	if v == "" {
 		return def
 	}
@@ -413,8 +387,9 @@ func (e *envReader) boolean(name string, def bool) bool {
 	return b
 }
 
-func (e *envReader) bytes(name string, def int64) int64 {
-	v := e.str(name, "")
+func (e *envReader) bytes(name string, def int64, meaning string, shown ...string) int64 {
+	e.doc(name, strconv.FormatInt(def, 10), meaning, shown)
+	v := e.raw(name)
 	if v == "" {
 		return def
 	}
@@ -425,8 +400,9 @@ func (e *envReader) bytes(name string, def int64) int64 {
 	return n
 }
 
-func (e *envReader) count(name string, def int64) int64 {
-	v := e.str(name, "")
+func (e *envReader) count(name string, def int64, meaning string, shown ...string) int64 {
+	e.doc(name, strconv.FormatInt(def, 10), meaning, shown)
+	v := e.raw(name)
 	if v == "" {
 		return def
 	}
@@ -439,15 +415,17 @@ func (e *envReader) count(name string, def int64) int64 {
 
 // countOrOff is count where 0 is also allowed, to turn a limit off; it
 // returns -1 for 0.
-func (e *envReader) countOrOff(name string, def int64) int64 {
-	if strings.TrimSpace(e.str(name, "")) == "0" {
+func (e *envReader) countOrOff(name string, def int64, meaning string, shown ...string) int64 {
+	if e.raw(name) == "0" {
+		e.doc(name, strconv.FormatInt(def, 10), meaning, shown)
 		return -1
 	}
-	return e.count(name, def)
+	return e.count(name, def, meaning, shown...)
 }
 
-func (e *envReader) level(name string, def slog.Level) slog.Level {
-	v := e.str(name, "")
+func (e *envReader) level(name string, def slog.Level, meaning string, shown ...string) slog.Level {
+	e.doc(name, strings.ToLower(def.String()), meaning, shown)
+	v := e.raw(name)
 	if v == "" {
 		return def
 	}

@@ -21,7 +21,8 @@ func TestLoadConfig_defaults(t *testing.T) {
 		t.Fatalf("loadConfig: %v", err)
 	}
 	want := Config{
-		Addr: "127.0.0.1:8080", DataDir: "./data", KeyPrefix: "prompt",
+		WebhookBackoff: []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour, 3 * time.Hour, 6 * time.Hour},
+		Addr:           "127.0.0.1:8080", DataDir: "./data", KeyPrefix: "prompt",
 		RedisTimeout: 100 * time.Millisecond, ReconcileEvery: 2 * time.Second, ImportMaxBytes: 67108864,
 		SessionIdleTTL: 24 * time.Hour, SessionRetention: 720 * time.Hour, IdempotencyTTL: 24 * time.Hour,
 		LogLevel: slog.LevelInfo, InstanceID: c.InstanceID,

@@ -30,14 +30,14 @@ func (c EtcdConfig) enabled() bool { return len(c.Endpoints) > 0 }
 // readEtcdConfig reads the PROMPTD_ETCD_* variables and checks them.
 func readEtcdConfig(e *envReader) EtcdConfig {
 	c := EtcdConfig{
-		Username: e.str("PROMPTD_ETCD_USERNAME", ""),
-		Password: e.str("PROMPTD_ETCD_PASSWORD", ""),
-		CAFile:   e.str("PROMPTD_ETCD_CA_FILE", ""),
-		CertFile: e.str("PROMPTD_ETCD_CERT_FILE", ""),
-		KeyFile:  e.str("PROMPTD_ETCD_KEY_FILE", ""),
-		Timeout:  e.duration("PROMPTD_ETCD_TIMEOUT", time.Second),
+		Username: e.str("PROMPTD_ETCD_USERNAME", "", "etcd auth user (with PROMPTD_ETCD_PASSWORD)", "empty"),
+		Password: e.str("PROMPTD_ETCD_PASSWORD", "", "etcd auth password", "empty"),
+		CAFile:   e.str("PROMPTD_ETCD_CA_FILE", "", "PEM CA of the etcd members' certificates", "empty: system roots"),
+		CertFile: e.str("PROMPTD_ETCD_CERT_FILE", "", "etcd client certificate (with PROMPTD_ETCD_KEY_FILE)", "empty"),
+		KeyFile:  e.str("PROMPTD_ETCD_KEY_FILE", "", "etcd client key", "empty"),
+		Timeout:  e.duration("PROMPTD_ETCD_TIMEOUT", time.Second, "bound on one etcd call"),
 	}
-	for _, ep := range strings.Split(e.str("PROMPTD_ETCD_ENDPOINTS", ""), ",") {
+	for _, ep := range strings.Split(e.str("PROMPTD_ETCD_ENDPOINTS", "", "comma-separated etcd v3 client URLs: every lease on etcd", "empty: leases on Redis, else in memory"), ",") {
 		if ep = strings.TrimSpace(ep); ep != "" {
 			c.Endpoints = append(c.Endpoints, ep)
 		}
