@@ -53,8 +53,8 @@ func TestCheck_turnModel(t *testing.T) {
 func TestCheck_stateAndPointerModels(t *testing.T) {
 	put := op{Kind: kPut, Key: "s/k", Client: 1, Call: 0, Ret: 10, ExpRev: 0, Text: "a", Status: 200, Rev: 1}
 	lost := op{Kind: kSRead, Key: "s/k", Client: 2, Call: 20, Ret: 30, Status: 200}
-	if got := checkLinearizable(stateModel, []op{put, lost}, kPut, kSRead).result; got != porcupine.Illegal {
-		t.Errorf("state read after an acknowledged put sees nothing: %s", got)
+	if got := checkLinearizable(stateModel, []op{put, lost}, kPut, kSRead); got.result != porcupine.Illegal || len(got.illegal) != 2 {
+		t.Errorf("state read after an acknowledged put sees nothing: %s, illegal history %q", got.result, got.illegal)
 	}
 	seen := lost
 	seen.Rev, seen.Text = 1, "a"

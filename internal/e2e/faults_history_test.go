@@ -286,15 +286,38 @@ func equalStrings(a, b []string) bool {
 }
 
 // linResult checks one model over its ops, partition by partition.
+// illegal is the history of the first partition found illegal, in call
+// order (call and return times relative to its first call), so that a
+// failure shows what happened to that key.
 type linResult struct {
 	partitions, ops int
 	result          porcupine.CheckResult
+	illegal         []string
 }
 
 func checkLinearizable(m porcupine.Model, ops []op, kinds ...string) linResult {
 	h := porcupineOps(ops, kinds...)
-	r := linResult{partitions: len(byKey(h)), ops: len(h)}
+	parts := byKey(h)
+	r := linResult{partitions: len(parts), ops: len(h)}
 	r.result = porcupine.CheckOperationsTimeout(m, h, 60*time.Second)
+	if r.result != porcupine.Illegal {
+		return r
+	}
+	for _, p := range parts {
+		if porcupine.CheckOperationsTimeout(m, p, 10*time.Second) != porcupine.Illegal {
+			continue
+		}
+		sort.Slice(p, func(i, j int) bool { return p[i].Call < p[j].Call })
+		t0 := p[0].Call
+		for _, o := range p {
+			ret := "never"
+			if o.Return != math.MaxInt64 {
+				ret = fmt.Sprintf("%.1fms", float64(o.Return-t0)/1e6)
+			}
+			r.illegal = append(r.illegal, fmt.Sprintf("[%.1fms .. %s] %s", float64(o.Call-t0)/1e6, ret, o.Input.(op).describe()))
+		}
+		break
+	}
 	return r
 }
 

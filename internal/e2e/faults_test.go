@@ -417,6 +417,9 @@ func runFault(t *testing.T, f fault, start func(*testing.T) *faultCluster) fault
 		if chk.r.result != "Ok" {
 			row.linOK = false
 		}
+		if len(chk.r.illegal) > 0 {
+			t.Logf("%s: the %s history of the first key found not linearizable:\n  %s", f.name, chk.name, strings.Join(chk.r.illegal, "\n  "))
+		}
 	}
 
 	row.worstLag, row.overBound, row.ryw, _ = staleness(ops, "ptr/prod", 3*time.Second)
