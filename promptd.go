@@ -5,6 +5,7 @@
 //
 //	rt, err := promptd.Open(ctx, sqlstore.Config{SQLitePath: "promptd.db"}, promptd.Options{Instance: "agent-1"})
 //	defer rt.Close()
+//	go rt.Run(jobsCtx)                            // the server's scheduled jobs: steps, guards, sweeps, retention
 //	v, _ := rt.Prompts.CreateVersion(ctx, ...)   // publish
 //	rel, _ := rt.Releases.Create(ctx, ...)       // roll out
 //	p, _ := rt.Prompt(ctx, promptstore.Request{Agent: "support", Env: "prod", UserID: "u1"})
