@@ -233,9 +233,13 @@ func (o JobOptions) withDefaults() JobOptions {
 // and Idempotency-Key sweeps, and the audit, webhook-delivery, exposure and
 // outcome retention. The per-instance loops that serve reads (the change
 // feed, the sequencer, webhook dispatch, exposure flushes, the token cache)
-// run from New until Close. Call Run once; the server calls it as an
-// embedding program does.
+// run from New until Close. One Run at a time (ErrRunning); the server
+// calls it as an embedding program does.
 func (r *Runtime) Run(ctx context.Context) error {
+	if !r.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	defer r.running.Store(false)
 	s := r.scheduler()
 	s.start()
 	<-ctx.Done()
@@ -256,6 +260,10 @@ func (r *Runtime) scheduler() *scheduler {
 		guardEvery: max(o.GuardEvery, 0), access: r.Access}, o.ReconcileEvery, r.log)
 	return s
 }
+
+// ErrRunning: Run was called while another call of it runs (the jobs would
+// run twice in one process).
+var ErrRunning = errors.New("promptd: Run is already running")
 
 // stopWait bounds how long Run waits for job runs in progress once its
 // context ends.

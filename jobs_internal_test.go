@@ -213,3 +213,29 @@ func TestRun_schedulesEveryJob(t *testing.T) {
 		_ = rt.Close()
 	}
 }
+
+// A second Run while one runs is refused; after the first ends, Run runs
+// again.
+func TestRun_oneAtATime(t *testing.T) {
+	db := testenv.OpenDB(t, sqlstore.Config{SQLitePath: filepath.Join(t.TempDir(), "promptd.db")}, Migrations())
+	rt := New(db, Options{Instance: "jobs"})
+	t.Cleanup(func() { _ = rt.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(ctx) }()
+	for !rt.running.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	if err := rt.Run(context.Background()); !errors.Is(err, ErrRunning) {
+		t.Fatalf("a second Run = %v, want ErrRunning", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	if err := rt.Run(ctx2); err != nil {
+		t.Fatalf("Run after the first ended = %v", err)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -150,10 +151,11 @@ type Runtime struct {
 	stop   context.CancelFunc
 	done   chan struct{}
 	// what Run schedules with
-	jobs   JobOptions
-	locker locks.Locker
-	keys   locks.Keys
-	log    *slog.Logger
+	running atomic.Bool
+	jobs    JobOptions
+	locker  locks.Locker
+	keys    locks.Keys
+	log     *slog.Logger
 }
 
 // New builds the services over db, which must be migrated (Migrations).
