@@ -209,17 +209,26 @@ type JobOptions struct {
 	ExposureRetention, OutcomeRetention time.Duration
 }
 
+// The defaults of JobOptions (and of the server's variables).
+const (
+	DefaultReconcileEvery    = 2 * time.Second
+	DefaultGuardEvery        = 10 * time.Second
+	DefaultAuditRetention    = 2160 * time.Hour
+	DefaultAuditPruneEvery   = 10 * time.Minute
+	DefaultDeliveryRetention = 720 * time.Hour
+)
+
 func (o JobOptions) withDefaults() JobOptions {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v
 		}
 	}
-	def(&o.ReconcileEvery, 2*time.Second)
-	def(&o.GuardEvery, 10*time.Second)
-	def(&o.AuditRetention, 2160*time.Hour)
-	def(&o.AuditPruneEvery, 10*time.Minute)
-	def(&o.DeliveryRetention, 720*time.Hour)
+	def(&o.ReconcileEvery, DefaultReconcileEvery)
+	def(&o.GuardEvery, DefaultGuardEvery)
+	def(&o.AuditRetention, DefaultAuditRetention)
+	def(&o.AuditPruneEvery, DefaultAuditPruneEvery)
+	def(&o.DeliveryRetention, DefaultDeliveryRetention)
 	def(&o.ExposureRetention, exposure.DefaultRetention)
 	def(&o.OutcomeRetention, exposure.DefaultRetention)
 	return o

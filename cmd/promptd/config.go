@@ -16,6 +16,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/promptd/promptd"
 	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/api"
 	"github.com/promptd/promptd/board"
@@ -152,14 +153,14 @@ func readConfig(e *envReader) (Config, error) {
 		MetricsToken:     e.str("PROMPTD_METRICS_TOKEN", "", "bearer token for /metrics", "empty: /metrics open"),
 		InstanceID:       e.str("PROMPTD_INSTANCE_ID", "", "shown in leases, audit and logs", "hostname-pid"),
 		RedisTimeout:     e.duration("PROMPTD_REDIS_TIMEOUT", 100*time.Millisecond, "bound on one Redis call"),
-		ReconcileEvery:   e.duration("PROMPTD_RECONCILE_EVERY", 2*time.Second, "per-instance cache reconciler period"),
+		ReconcileEvery:   e.duration("PROMPTD_RECONCILE_EVERY", promptd.DefaultReconcileEvery, "per-instance cache reconciler period"),
 		ImportMaxBytes:   e.bytes("PROMPTD_IMPORT_MAX_BYTES", 64<<20, "body limit of /v1/import"),
 		SessionIdleTTL:   e.duration("PROMPTD_SESSION_IDLE_TTL", 24*time.Hour, "default idle TTL; the sweeper closes idle sessions"),
 		SessionRetention: e.duration("PROMPTD_SESSION_RETENTION", 720*time.Hour, "closed sessions are deleted after this"),
 		IdempotencyTTL:   e.duration("PROMPTD_IDEMPOTENCY_TTL", 24*time.Hour, "how long stored Idempotency-Key outcomes are kept"),
 		LogLevel:         e.level("PROMPTD_LOG_LEVEL", slog.LevelInfo, "debug, info, warn or error (JSON logs on stdout)"),
-		AuditRetention:   e.duration("PROMPTD_AUDIT_RETENTION", 2160*time.Hour, "audit events older than this are deleted"),
-		AuditPruneEvery:  e.duration("PROMPTD_AUDIT_PRUNE_EVERY", 10*time.Minute, "how often one replica deletes the audit events past their retention"),
+		AuditRetention:   e.duration("PROMPTD_AUDIT_RETENTION", promptd.DefaultAuditRetention, "audit events older than this are deleted"),
+		AuditPruneEvery:  e.duration("PROMPTD_AUDIT_PRUNE_EVERY", promptd.DefaultAuditPruneEvery, "how often one replica deletes the audit events past their retention"),
 		LeaseMaxWaiters:  int(e.count("PROMPTD_LEASE_MAX_WAITERS", int64(locks.DefaultMaxWaiters), "lease acquires that may wait at once per process")),
 		LeaseMaxPerToken: int(e.count("PROMPTD_LEASE_MAX_PER_TOKEN", leases.DefaultMaxPerOwner, "live generic leases one token may hold (429 beyond)")),
 		LockFenceTTL:     e.duration("PROMPTD_LOCK_FENCE_TTL", locks.DefaultFenceTTL, "how long a Redis fence counter outlives its lock's last grant"),
@@ -181,7 +182,7 @@ func readConfig(e *envReader) (Config, error) {
 		e.check("PROMPTD_AUDIT_RETENTION", fmt.Errorf("%s is shorter than PROMPTD_EVENT_RETENTION (%s): the change feed's events are audit events, kept at least as long as a reader may resume",
 			c.AuditRetention, c.EventRetention))
 	}
-	c.GuardEvery = e.duration("PROMPTD_GUARD_EVERY", 10*time.Second, "release guards are evaluated this often (one replica)")
+	c.GuardEvery = e.duration("PROMPTD_GUARD_EVERY", promptd.DefaultGuardEvery, "release guards are evaluated this often (one replica)")
 	c.StreamsPerToken = int(e.count("PROMPTD_STREAMS_PER_TOKEN", api.DefaultStreamsPerToken, "open event streams and long-polls per token on one instance"))
 	c.HeavyPerToken = int(e.count("PROMPTD_HEAVY_PER_TOKEN", api.DefaultHeavyPerToken, "heavy requests (a bundle that must be built, history, version and record lists, diff, audit) per token in flight on one instance"))
 	c.HeavyMax = int(e.count("PROMPTD_HEAVY_MAX", api.DefaultHeavyMax, "heavy requests in flight on one instance (then a request waits up to 2 s, then 503 overloaded)"))
@@ -204,7 +205,7 @@ func readConfig(e *envReader) (Config, error) {
 		c.SecretKey = key
 	}
 	c.WebhookBackoff = e.durations("PROMPTD_WEBHOOK_BACKOFF", webhook.DefaultBackoff, "webhook retry schedule (full jitter)")
-	c.WebhookDeliveryRetention = e.duration("PROMPTD_WEBHOOK_DELIVERY_RETENTION", 720*time.Hour, "finished webhook deliveries are deleted after this")
+	c.WebhookDeliveryRetention = e.duration("PROMPTD_WEBHOOK_DELIVERY_RETENTION", promptd.DefaultDeliveryRetention, "finished webhook deliveries are deleted after this")
 	c.BundleMaxBytes = e.bytes("PROMPTD_BUNDLE_MAX_BYTES", api.DefaultBundleMaxBytes, "largest GET /v1/bundle answer")
 	c.ExposureSeriesMax = int(e.count("PROMPTD_EXPOSURE_SERIES_MAX", exposure.DefaultSeries, "series of promptd_exposures_total; past it new label sets count under one series with every label \"other\""))
 	c.ExposureRetention = e.duration("PROMPTD_EXPOSURE_RETENTION", exposure.DefaultRetention, "exposure minutes older than this are deleted (at least 24h)")
