@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,6 +164,68 @@ func TestCheck_boardModel(t *testing.T) {
 	for _, c := range cases {
 		if got := checkLinearizable(boardModel, boardOps(c.ops), kBCreate, kBClaim, kBPatch, kBRead).result; got != c.want {
 			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+// TestCheck_retriedPatchRefusedByItself: the history CI recorded. The
+// "done" PATCH committed on a promptd killed before it answered; its retry
+// (same body, next node) was refused stale_fence by that very write, and
+// the read after the run shows it done. Counted as a refusal, the history
+// is illegal; as the unknown outcome it is, legal.
+func TestCheck_retriedPatchRefusedByItself(t *testing.T) {
+	create := op{Kind: kBCreate, Key: "r", Client: 1, Call: 0, Ret: 10, Status: 201}
+	claim := op{Kind: kBClaim, Key: "r", Client: 2, Call: 20, Ret: 30, Fence: 1, Rev: 2, Status: 200}
+	running := op{Kind: kBPatch, Key: "r", Client: 2, Call: 40, Ret: 50, Fence: 1, ExpRev: 2, Text: "running", Status: 200, Rev: 3}
+	done := op{Kind: kBPatch, Key: "r", Client: 2, Call: 60, Ret: 70, Fence: 1, ExpRev: 3, Text: "done", Status: 409, Code: "stale_fence"}
+	read := op{Kind: kBRead, Key: "r", Client: -1, Call: 100, Ret: 105, Status: 200, Text: "done", Fence: 2, Rev: 4}
+	check := func(done op) porcupine.CheckResult {
+		return checkLinearizable(boardModel, boardOps([]op{create, claim, running, done, read}), kBCreate, kBClaim, kBPatch, kBRead).result
+	}
+	if got := check(done); got != porcupine.Illegal {
+		t.Errorf("the refusal taken at its word: %s, want Illegal", got)
+	}
+	done.Unknown = true
+	if got := check(done); got != porcupine.Ok {
+		t.Errorf("the refusal as an unknown outcome: %s, want Ok", got)
+	}
+}
+
+// TestWrite_retryRefusedAfterLostAnswer: write marks a PATCH whose retry is
+// refused after a try that got no answer as unknown, and keeps a refusal
+// with no lost try before it, and a POST's (its Idempotency-Key replays
+// the first answer), definite.
+func TestWrite_retryRefusedAfterLostAnswer(t *testing.T) {
+	var tries atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if tries.Add(1)%2 == 1 && r.Header.Get("X-Lose") != "" { // "commits", then dies before answering
+			conn, _, err := rw.(http.Hijacker).Hijack()
+			if err == nil {
+				_ = conn.Close()
+			}
+			return
+		}
+		rw.Header().Set("Content-Type", "application/problem+json")
+		rw.WriteHeader(http.StatusConflict)
+		_, _ = rw.Write([]byte(`{"code":"stale_fence"}`))
+	}))
+	defer srv.Close()
+	w := &workload{nodes: func() []string { return []string{srv.URL} }, h: &history{}, stop: make(chan struct{})}
+	for _, c := range []struct {
+		method  string
+		lose    bool
+		unknown bool
+	}{{"PATCH", true, true}, {"PATCH", false, false}, {"POST", true, false}} {
+		tries.Store(0)
+		var o op
+		hdr := []string{}
+		if c.lose {
+			hdr = append(hdr, "X-Lose", "1")
+		}
+		w.write(&o, 0, c.method, "/v1/boards/b/records/r", map[string]any{}, hdr...)
+		if o.Unknown != c.unknown || o.Status != http.StatusConflict {
+			t.Errorf("%s, first answer lost %v: unknown %v status %d after %d tries, want unknown %v, 409",
+				c.method, c.lose, o.Unknown, o.Status, tries.Load(), c.unknown)
 		}
 	}
 }

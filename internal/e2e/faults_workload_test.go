@@ -63,6 +63,7 @@ func (w *workload) write(o *op, start int, method, path string, body any, hdr ..
 	hdr = append(hdr, "Idempotency-Key", key)
 	var r resp
 	var err error
+	ambiguous := false // an earlier try may have committed
 	o.Call = now()
 	for try := 0; try < 3; try++ {
 		n, url := w.node(start + try)
@@ -71,12 +72,20 @@ func (w *workload) write(o *op, start int, method, path string, body any, hdr ..
 		if err == nil && r.Status < 500 {
 			break
 		}
+		ambiguous = true
 		if w.stopped() {
 			break
 		}
 		w.backoff()
 	}
 	o.finish(r, err)
+	if ambiguous && !o.Unknown && r.Status >= 400 && method == "PATCH" {
+		// A PATCH takes no Idempotency-Key (it is a compare-and-set on
+		// the revision): when the try whose answer was lost committed,
+		// the retry is refused by that very write (409), so the
+		// refusal does not say the write did not happen.
+		o.Unknown = true
+	}
 	return r
 }
 
