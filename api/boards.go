@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -452,10 +451,4 @@ func (s *Server) handleReleaseRecord(c echo.Context) error {
 		return err
 	}
 	return s.send(c, http.StatusOK, recordBody(r))
-}
-
-// retryAfter renders a Retry-After in whole seconds, at least 1.
-func retryAfter(d time.Duration) string {
-	sec := int64((d + time.Second - 1) / time.Second)
-	return strconv.FormatInt(max(sec, 1), 10)
 }

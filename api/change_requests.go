@@ -80,14 +80,7 @@ func (s *Server) apply(ctx context.Context, cr *access.ChangeRequest, commit fun
 }
 
 // problemJSON is the problem a failed change request records.
-func problemJSON(err error) any {
-	p := problemFor(err)
-	out := map[string]any{"code": p.Code, "status": p.Status(), "detail": p.Detail}
-	for k, v := range p.Fields {
-		out[k] = v
-	}
-	return out
-}
+func problemJSON(err error) any { return problemFor(err).Summary() }
 
 func (s *Server) changeRequestOf(c echo.Context) (*access.Service, string, error) {
 	as, err := s.tokens()
@@ -199,24 +192,4 @@ func (s *Server) handleListChangeRequests(c echo.Context) error {
 		out.Next = cursor(strconv.FormatInt(next, 10))
 	}
 	return s.send(c, http.StatusOK, out)
-}
-
-// changeProblem maps the errors of protections and change requests (nil
-// for any other).
-func changeProblem(err error) *Error {
-	var closed *access.ClosedError
-	switch {
-	case errors.As(err, new(*Error)):
-		return nil
-	case errors.As(err, &closed):
-		return (&Error{Code: "change_request_closed", Detail: "the change request is " + closed.State + ", no longer pending", Err: err}).
-			With("state", closed.State)
-	case errors.Is(err, access.ErrRequestNotFound):
-		return &Error{Code: "change_request_not_found", Detail: "no such change request", Err: err}
-	case errors.Is(err, access.ErrSelfApproval):
-		return &Error{Code: "self_approval", Detail: "a change request is approved by principals other than its requester's", Err: err}
-	case errors.Is(err, access.ErrNotApprover), errors.Is(err, access.ErrAlreadyApproved), errors.Is(err, access.ErrNotRequester):
-		return &Error{Code: CodeForbidden, Detail: err.Error()[len("access: "):], Err: err}
-	}
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+	"github.com/promptd/promptd/problem"
 )
 
 // precondition combines the body's expected_revision with If-Match (or,
@@ -58,7 +59,7 @@ func requirePrecondition(r *http.Request, body *int64, allowCreate bool) (int64,
 // revision conflict is answered 412 precondition_failed.
 func headerErr(err error, viaHeader bool) error {
 	if err != nil && viaHeader {
-		return fromHeader{err}
+		return problem.FromHeader(err)
 	}
 	return err
 }

@@ -1,15 +1,16 @@
 // Package api is promptd's HTTP interface (api/openapi.yaml): an Echo server
 // whose routes are all listed in routes.go, one file per resource with its
 // request and response types next to its handlers, and whose errors all
-// become RFC 9457 problem details in one place (errors.go).
+// become RFC 9457 problem details in one place (errors.go, with the codes
+// of package problem).
 //
 // Handlers decode their body with one strict helper (decode.go: malformed
 // JSON is invalid_json, an unknown member or a wrong type invalid_field
 // naming it), call the domain (promptstore, release, session, locks) and
 // return its errors. The
-// error handler maps domain errors to a code and an HTTP status (the one
-// table of statuses in promptd), logs only unexpected errors, and never
-// shows their text to the client.
+// error handler maps domain errors to a code and an HTTP status
+// (problem.Of and problem.Codes, the one table of statuses in promptd),
+// logs only unexpected errors, and never shows their text to the client.
 //
 // Every request passes through one middleware that gives it a request id
 // (X-Request-Id), recovers panics, logs the request (never its headers or

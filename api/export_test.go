@@ -1,8 +1,5 @@
 package api
 
-// Statuses exposes the code table to the external tests.
-func Statuses() map[string]int { return statuses }
-
 // RouteScopes are the scope decisions of the /v1 routes, by "METHOD
 // path", and the routes registered without one.
 func RouteScopes(s *Server) (map[string]string, []string) {

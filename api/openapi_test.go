@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v4"
 
 	"github.com/promptd/promptd/api"
+	vocab "github.com/promptd/promptd/problem"
 )
 
 var (
@@ -122,18 +123,18 @@ func TestOpenAPI_documentsExactlyTheRegisteredRoutes(t *testing.T) {
 }
 
 func TestOpenAPI_problemCodes_areTheStatusTable(t *testing.T) {
-	problem := spec(t)["components"].(map[string]any)["schemas"].(map[string]any)["Problem"].(map[string]any)
+	schema := spec(t)["components"].(map[string]any)["schemas"].(map[string]any)["Problem"].(map[string]any)
 	var codes []string
-	for _, c := range problem["properties"].(map[string]any)["code"].(map[string]any)["enum"].([]any) {
+	for _, c := range schema["properties"].(map[string]any)["code"].(map[string]any)["enum"].([]any) {
 		codes = append(codes, c.(string))
 	}
-	for code := range api.Statuses() {
+	for code := range vocab.Codes {
 		if !slices.Contains(codes, code) {
 			t.Errorf("code %s is missing from the Problem schema", code)
 		}
 	}
-	if len(codes) != len(api.Statuses()) {
-		t.Errorf("Problem lists %d codes, the table has %d", len(codes), len(api.Statuses()))
+	if len(codes) != len(vocab.Codes) {
+		t.Errorf("Problem lists %d codes, the table has %d", len(codes), len(vocab.Codes))
 	}
 }
 

@@ -4,20 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/promptd/promptd/problem"
 )
 
 // timestamp renders a time as RFC 3339 in UTC with milliseconds, the one
 // time format of the API: 2026-11-29T19:51:35.123Z.
-type timestamp time.Time
+type timestamp = problem.Timestamp
 
-const timeFormat = "2006-01-02T15:04:05.000Z07:00"
-
-func (t timestamp) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + time.Time(t).UTC().Format(timeFormat) + `"`), nil
-}
+const timeFormat = problem.TimeFormat
 
 // cursor renders a list's next cursor: the string, or null at the end.
 func cursor(next string) *string {

@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/promptd/promptd/access"
+	"github.com/promptd/promptd/problem"
 )
 
 // scopeNeed is what a /v1 route needs of a scoped token (api/openapi.yaml, Tokens,
@@ -97,7 +98,7 @@ func (s *Server) scoped(need scopeNeed, h echo.HandlerFunc) echo.HandlerFunc {
 				return err
 			}
 		default:
-			return errOutOfScope("unscoped", "this route names no agent, env or board: it needs an unscoped token")
+			return problem.OutOfScope("unscoped", "this route names no agent, env or board: it needs an unscoped token")
 		}
 		return h(c)
 	}
@@ -110,7 +111,7 @@ func (s *Server) allow(c echo.Context, agent, env, board string) error {
 	for _, n := range []struct{ kind, name, scope string }{
 		{access.KindAgent, agent, "agents"}, {access.KindEnv, env, "envs"}, {access.KindBoard, board, "boards"}} {
 		if n.name != "" && !t.Scopes.Allows(n.kind, n.name) {
-			return errOutOfScope(n.scope, fmt.Sprintf("%s %q is outside token %q's scopes", n.kind, n.name, t.Name))
+			return problem.OutOfScope(n.scope, fmt.Sprintf("%s %q is outside token %q's scopes", n.kind, n.name, t.Name))
 		}
 	}
 	return nil
@@ -142,6 +143,3 @@ func listScope(t *access.Token) *access.Scopes {
 	return t.Scopes
 }
 
-func errOutOfScope(scope, detail string) *Error {
-	return (&Error{Code: CodeForbidden, Detail: detail}).With("scope", scope)
-}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -151,28 +150,4 @@ func (s *Server) handleRevokeToken(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
-}
-
-// accessProblem maps the access package's errors (nil for any other).
-func accessProblem(err error) *Error {
-	if p := changeProblem(err); p != nil {
-		return p
-	}
-	var wider *access.WiderError
-	switch {
-	case errors.As(err, new(*Error)):
-		return nil
-	case errors.As(err, &wider):
-		return errOutOfScope(wider.Scope, "a token may not be wider than its creator: its "+wider.Scope+" would be")
-	case errors.Is(err, access.ErrNotFound):
-		return &Error{Code: "token_not_found", Detail: "no such managed token", Err: err}
-	case errors.Is(err, access.ErrExists):
-		return &Error{Code: "token_exists", Detail: "a token with this name exists or existed; names are never reused", Err: err}
-	case errors.Is(err, access.ErrBootstrap):
-		return &Error{Code: "token_bootstrap", Detail: "a PROMPTD_TOKENS token is revoked by removing it from the configuration", Err: err}
-	case errors.Is(err, access.ErrUnavailable):
-		return (&Error{Code: CodeStoreUnavailable, Detail: "the database cannot confirm this token; retry later", Err: err}).
-			With("store", "sql").WithHeader("Retry-After", "1")
-	}
-	return nil
 }

@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,18 +9,21 @@ import (
 	"testing"
 )
 
-// Every problem code of the server's status table (api/errors.go, which
-// a server test checks against api/openapi.yaml's Problem codes) has its
-// Code constant here, as both SDKs' tests check theirs: a code added to
-// the server without one fails this test.
+// Every problem code of the server's table (problem/codes.json, which
+// server tests check against problem.Codes and api/openapi.yaml's Problem
+// codes) has its Code constant here, as both SDKs' tests check theirs: a
+// code added to the server without one fails this test.
 func TestCodes_everyCodeOfTheServer_hasAConstant(t *testing.T) {
-	table, err := os.ReadFile(filepath.Join("..", "errors.go"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "problem", "codes.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	server := regexp.MustCompile(`(?m)^\s*"([a-z_]+)":\s*\d{3},`).FindAllStringSubmatch(string(table), -1)
-	if len(server) < 30 {
-		t.Fatalf("only %d codes read from api/errors.go", len(server))
+	var table struct{ Codes []struct{ Code string } }
+	if err := json.Unmarshal(raw, &table); err != nil {
+		t.Fatal(err)
+	}
+	if len(table.Codes) < 30 {
+		t.Fatalf("only %d codes read from problem/codes.json", len(table.Codes))
 	}
 	files, _ := filepath.Glob("*.go")
 	var mine []string
@@ -34,9 +38,9 @@ func TestCodes_everyCodeOfTheServer_hasAConstant(t *testing.T) {
 		}
 	}
 	var missing []string
-	for _, m := range server {
-		if !slices.Contains(mine, m[1]) {
-			missing = append(missing, m[1])
+	for _, c := range table.Codes {
+		if !slices.Contains(mine, c.Code) {
+			missing = append(missing, c.Code)
 		}
 	}
 	if len(missing) > 0 {

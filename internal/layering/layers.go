@@ -20,7 +20,7 @@ var Layers = [][]string{
 	// 4: the domain packages.
 	{"access", "board", "leases", "release", "session", "webhook", "api/idempotency"},
 	// 5: exposures and outcomes (they check releases).
-	{"exposure"},
+	{"exposure", "problem"},
 	// 6: the application layer: the embeddable runtime, and the Go client
 	// (it reads bundles; it must never reach a store).
 	{"", "api/client"},

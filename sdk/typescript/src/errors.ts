@@ -71,7 +71,7 @@ export interface ErrorFieldsByCode {
 
 export type ErrorCode = keyof ErrorFieldsByCode;
 
-/** Status of every code (the same table as the server's api/errors.go). */
+/** Status of every code (the same table as the server's problem/codes.json). */
 export const ERROR_STATUS: { readonly [C in ErrorCode]: number } = {
   invalid_json: 400, invalid_field: 400, invalid_id: 400,
   unauthorized: 401, forbidden: 403,

@@ -1,4 +1,4 @@
-// Every problem code the server can answer (api/errors.go's status table)
+// Every problem code the server can answer (problem/codes.json, the server's table)
 // has its status and its own error class here: a code added to the
 // server without one fails this test.
 import { test } from "node:test";
@@ -9,9 +9,11 @@ import { ERROR_STATUS, errorFromProblem } from "../src/errors.js";
 import { repoRoot } from "./harness.js";
 
 test("errors_everyCodeOfTheServer_hasItsStatusAndClass", () => {
-  const src = readFileSync(join(repoRoot, "api", "errors.go"), "utf8");
-  const codes = [...src.matchAll(/^\s*"([a-z_]+)":\s*(\d{3}),/gm)].map((m) => [m[1] ?? "", Number(m[2])] as const);
-  assert.ok(codes.length > 30, `only ${codes.length} codes read from api/errors.go`);
+  const file = JSON.parse(readFileSync(join(repoRoot, "problem", "codes.json"), "utf8")) as {
+    codes: { code: string; status: number }[];
+  };
+  const codes = file.codes.map((c) => [c.code, c.status] as const);
+  assert.ok(codes.length > 30, `only ${codes.length} codes read from problem/codes.json`);
   const table: Record<string, number> = ERROR_STATUS;
   const missing = codes.filter(([code]) => !(code in table)).map(([code]) => code);
   assert.deepEqual(missing, []);
