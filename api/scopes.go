@@ -142,4 +142,3 @@ func listScope(t *access.Token) *access.Scopes {
 	}
 	return t.Scopes
 }
-
