@@ -33,6 +33,7 @@ import (
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/board"
+	"github.com/promptd/promptd/changes"
 	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/exposure"
 	"github.com/promptd/promptd/leases"
@@ -51,7 +52,7 @@ func Migrations() []sqlstore.Migration {
 	var ms []sqlstore.Migration
 	for _, m := range [][]sqlstore.Migration{audit.Migrations(), promptstore.Migrations(), idempotency.Migrations(),
 		release.Migrations(), session.Migrations(), board.Migrations(), webhook.Migrations(), exposure.Migrations(),
-		access.Migrations()} {
+		access.Migrations(), changes.Migrations()} {
 		ms = append(ms, m...)
 	}
 	return ms
@@ -142,6 +143,11 @@ type Runtime struct {
 	Exposures *exposure.Service
 	// Access keeps managed tokens; revocations travel on Bus.
 	Access *access.Service
+	// Changes runs the writes a protected env gates (a pointer switch,
+	// release create, promote, ...) and approves their change requests:
+	// call it, not Prompts or Releases, for those writes, and a protected
+	// env is gated for this program as for an HTTP client.
+	Changes *changes.Service
 	// Idempotency keeps the outcomes of Idempotency-Key requests (Run
 	// sweeps the expired ones).
 	Idempotency *idempotency.Store
@@ -258,6 +264,7 @@ func New(db *gorm.DB, o Options) *Runtime {
 		Leases:   leases.New(leases.Options{Locker: o.Locker, Keys: o.Keys, Events: batcher}),
 		Resolver: session.Resolver{S: sessions, Next: arm}, Bus: bus, Feed: feed, Webhooks: hooks, Exposures: exposures, Access: tokens,
 		Idempotency: idempotency.New(db, o.Idempotency),
+		Changes:     changes.New(changes.Options{Access: tokens, Prompts: store, Releases: releases}),
 		db:          db, stop: stop, done: done, jobs: o.Jobs, locker: o.Locker, keys: o.Keys, log: o.Logger}
 }
 

@@ -83,6 +83,11 @@ type ChangeRequest struct {
 	Approvals      []string        `json:"approvals"`
 	Needed         int             `json:"approvals_needed"`
 	Approvers      []string        `json:"-"`
+	// Command is what approval runs, in the format CommandVersion names
+	// (0: none, a request filed before commands were stored; see
+	// package changes). Request is only shown.
+	Command        json.RawMessage `json:"-"`
+	CommandVersion int             `json:"-"`
 	Problem        json.RawMessage `json:"problem"`
 	Revision       int64           `json:"revision"`
 	CreatedAt      time.Time       `json:"created_at"`
@@ -231,22 +236,42 @@ func jsonOrNull(v []string) string {
 	return string(b)
 }
 
-// Gate returns a new pending change request for a write to agent in env
-// when env's protection covers it, or nil when the write may go ahead.
-// target is the write's precondition (the target's revision). Agent ""
-// is a write to the env itself (its protection): gated whenever env's
-// protection is in force.
+// Filing is a gated write to file as a change request.
+type Filing struct {
+	Action     string // "pointer.switch", ...
+	Agent, Env string // Agent "": a write to the env itself (its protection)
+	// Request is the write as its requester sent it: what the request's
+	// answers show (its "request" member).
+	Request any
+	// Command is what approval runs, and CommandVersion its format (the
+	// caller's: package changes).
+	Command        any
+	CommandVersion int
+	// Target is the write's precondition: the revision of its target as
+	// the write's transaction read it under lock.
+	Target int64
+}
+
+// Gate returns a new pending change request for f when env's protection
+// covers it, or nil when the write may go ahead. Agent "" is a write to
+// the env itself (its protection): gated whenever env's protection is in
+// force.
 //
 // The protection is read under lock in the transaction that inserts the
 // change request; a failed read refuses. Writes decide "gated or not"
 // inside their own transaction (CheckGate) and call Gate when it says
 // *Gated; Gate answering nil then means the protection was lifted in
 // between, and the write is tried again.
-func (s *Service) Gate(ctx context.Context, by *Token, action, agent, env string, request any, target int64) (*ChangeRequest, error) {
-	raw, err := json.Marshal(request)
+func (s *Service) Gate(ctx context.Context, by *Token, f Filing) (*ChangeRequest, error) {
+	raw, err := json.Marshal(f.Request)
 	if err != nil {
 		return nil, err
 	}
+	command, err := json.Marshal(f.Command)
+	if err != nil {
+		return nil, err
+	}
+	action, agent, env, target := f.Action, f.Agent, f.Env, f.Target
 	cr, err := sqlstore.Transact(ctx, s.o.DB, func(tx *gorm.DB) (*ChangeRequest, error) {
 		p, err := readProtection(tx, env, true)
 		if err != nil {
@@ -258,11 +283,13 @@ func (s *Service) Gate(ctx context.Context, by *Token, action, agent, env string
 		now := s.o.Now().UTC().Truncate(time.Millisecond)
 		cr := &ChangeRequest{ID: "cr_" + newID()[len(idPrefix):], State: Pending, Action: action, Agent: agent, Env: env, Request: raw,
 			TargetRevision: target, RequestedBy: principalOf(by), RequestedToken: by.Name, Approvals: []string{}, Needed: p.Approvals,
-			Approvers: p.Approvers, Problem: json.RawMessage("null"), Revision: 1, CreatedAt: now, ExpiresAt: now.Add(RequestTTL)}
+			Approvers: p.Approvers, Command: command, CommandVersion: f.CommandVersion, Problem: json.RawMessage("null"), Revision: 1,
+			CreatedAt: now, ExpiresAt: now.Add(RequestTTL)}
 		if err := tx.Exec(`INSERT INTO access_change_requests (cr_id, action, agent, env, request, target_revision, requested_by, requested_token,
-			state, approvals, needed, approvers, problem, revision, created_at_ms, expires_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
+			state, approvals, needed, approvers, problem, revision, created_at_ms, expires_at_ms, updated_at_ms, command, command_version)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)`,
 			cr.ID, action, agent, env, string(raw), target, cr.RequestedBy, cr.RequestedToken, Pending, "[]", cr.Needed,
-			jsonOrNull(cr.Approvers), "null", now.UnixMilli(), cr.ExpiresAt.UnixMilli(), now.UnixMilli()).Error; err != nil {
+			jsonOrNull(cr.Approvers), "null", now.UnixMilli(), cr.ExpiresAt.UnixMilli(), now.UnixMilli(), string(command), f.CommandVersion).Error; err != nil {
 			return nil, err
 		}
 		return cr, s.crAudit(ctx, tx, "change_request.created", cr)
@@ -288,20 +315,25 @@ func (s *Service) crAudit(ctx context.Context, tx *gorm.DB, action string, cr *C
 			"requested_by": cr.RequestedBy, "approvals": cr.Approvals, "problem": cr.Problem, "revision": cr.Revision})
 }
 
-const crCols = `cr_id, action, agent, env, request, target_revision, requested_by, requested_token, state, approvals, needed, approvers, problem, revision, created_at_ms, expires_at_ms`
+const crCols = `cr_id, action, agent, env, request, target_revision, requested_by, requested_token, state, approvals, needed, approvers, problem, revision, created_at_ms, expires_at_ms, command, command_version`
 
 type crRow struct {
 	ID                                                                    int64
 	CrID, Action, Agent, Env, Request, RequestedBy, RequestedToken, State string
 	Approvals, Approvers, Problem                                         string
 	TargetRevision, Revision, CreatedAtMs, ExpiresAtMs                    int64
-	Needed                                                                int
+	Needed, CommandVersion                                                int
+	Command                                                               *string
 }
 
 func (r *crRow) request(now time.Time) *ChangeRequest {
 	cr := &ChangeRequest{ID: r.CrID, State: r.State, Action: r.Action, Agent: r.Agent, Env: r.Env, Request: json.RawMessage(r.Request),
 		TargetRevision: r.TargetRevision, RequestedBy: r.RequestedBy, RequestedToken: r.RequestedToken, Needed: r.Needed,
-		Problem: json.RawMessage(r.Problem), Revision: r.Revision, CreatedAt: time.UnixMilli(r.CreatedAtMs).UTC(), ExpiresAt: time.UnixMilli(r.ExpiresAtMs).UTC()}
+		Problem: json.RawMessage(r.Problem), Revision: r.Revision, CreatedAt: time.UnixMilli(r.CreatedAtMs).UTC(), ExpiresAt: time.UnixMilli(r.ExpiresAtMs).UTC(),
+		CommandVersion: r.CommandVersion}
+	if r.Command != nil {
+		cr.Command = json.RawMessage(*r.Command)
+	}
 	_ = json.Unmarshal([]byte(r.Approvals), &cr.Approvals)
 	_ = json.Unmarshal([]byte(r.Approvers), &cr.Approvers)
 	if cr.Approvals == nil {
@@ -589,4 +621,44 @@ func (s *Service) ExpireRequests(ctx context.Context) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// ConvertCommands gives each pending change request of tx that stores no
+// command (CommandVersion 0: filed before commands were stored) the
+// command convert makes of its action and stored request, in the format
+// convert returns. A request convert cannot read is marked failed with
+// problem(err), so that it is never approved into something else. It
+// returns how many requests it converted and failed. It is a migration's
+// step: tx is the migration's transaction.
+func ConvertCommands(tx *gorm.DB, convert func(action string, request json.RawMessage) (command any, version int, err error),
+	problem func(error) any) (converted, failed int, err error) {
+	var rs []crRow
+	if err := tx.Raw(`SELECT id, `+crCols+` FROM access_change_requests WHERE state = ? AND command_version = 0 ORDER BY id`, Pending).
+		Scan(&rs).Error; err != nil {
+		return 0, 0, err
+	}
+	for _, r := range rs {
+		cmd, version, cerr := convert(r.Action, json.RawMessage(r.Request))
+		var raw []byte
+		if cerr == nil {
+			raw, cerr = json.Marshal(cmd)
+		}
+		if cerr != nil {
+			p, err := json.Marshal(problem(cerr))
+			if err != nil {
+				return converted, failed, err
+			}
+			if err := tx.Exec(`UPDATE access_change_requests SET state = ?, problem = ?, revision = revision + 1 WHERE id = ?`,
+				Failed, string(p), r.ID).Error; err != nil {
+				return converted, failed, err
+			}
+			failed++
+			continue
+		}
+		if err := tx.Exec(`UPDATE access_change_requests SET command = ?, command_version = ? WHERE id = ?`, string(raw), version, r.ID).Error; err != nil {
+			return converted, failed, err
+		}
+		converted++
+	}
+	return converted, failed, nil
 }

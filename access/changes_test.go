@@ -45,7 +45,7 @@ func TestChangeRequest_after24h_isExpiredAndCannotBeApproved(t *testing.T) {
 	}
 	ops := &access.Token{Name: "ops", Role: access.RoleAdmin, Principal: "ops", Bootstrap: true}
 	lead := &access.Token{Name: "lead", Role: access.RoleAdmin, Principal: "lead", Bootstrap: true}
-	cr, err := s.Gate(ctx, ops, "pointer.switch", "support", "prod", map[string]int{"version": 2}, 1)
+	cr, err := s.Gate(ctx, ops, access.Filing{Action: "pointer.switch", Agent: "support", Env: "prod", Request: map[string]int{"version": 2}, Target: 1})
 	if err != nil || cr == nil {
 		t.Fatalf("gate: %v %v", cr, err)
 	}

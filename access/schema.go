@@ -51,7 +51,7 @@ func Migrations() []sqlstore.Migration {
 			return err
 		}
 		return nil
-	}}, changeMigrations()[0], consoleMigrations()[0], consoleMigrations()[1]}
+	}}, changeMigrations()[0], consoleMigrations()[0], consoleMigrations()[1], changeMigrations()[1]}
 }
 
 // changeMigrations create access_protections (one row per protected env)
@@ -99,5 +99,10 @@ func changeMigrations() []sqlstore.Migration {
 			Unique:  map[string]string{"access_change_requests_id": "cr_id"},
 			Indexes: map[string]string{"access_change_requests_state": "state, id"},
 		})
+	}}, {Component: "access", Version: 5, Name: "access_change_requests: command and command_version (what approval runs)", Up: func(tx *gorm.DB) error {
+		if err := tx.Exec(`ALTER TABLE access_change_requests ADD COLUMN command ` + sqlstore.LongText(sqlstore.Dialect(tx)) + ` NULL`).Error; err != nil {
+			return err
+		}
+		return tx.Exec(`ALTER TABLE access_change_requests ADD COLUMN command_version INT NOT NULL DEFAULT 0`).Error
 	}}}
 }

@@ -1,29 +1,15 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
-	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/ident"
-	"github.com/promptd/promptd/promptstore"
 )
-
-// Gated actions (api/openapi.yaml, Protected envs); each has an applier below.
-const actionPointerSwitch = "pointer.switch"
-
-// gate makes a gated write in a protected env a change request: it
-// answers 202 with the request (handled true), or lets the write go ahead
-// (handled false). target is the write's precondition.
-func (s *Server) gate(c echo.Context, action, agent, env string, request any, target int64) (handled bool, err error) {
-	return s.gateIn(c.Request().Context(), c, action, agent, env, request, target)
-}
 
 // changeRequestResponse is a change request as the API shows it.
 type changeRequestResponse struct {
@@ -63,25 +49,6 @@ var byChangeRequest = scopeNeed{kind: needLookup, of: func(s *Server, c echo.Con
 	return cr.Agent, cr.Env, nil
 }}
 
-// apply is the Applier of every gated action.
-func (s *Server) apply(ctx context.Context, cr *access.ChangeRequest, commit func(tx *gorm.DB) error) error {
-	switch cr.Action {
-	case actionPointerSwitch:
-		var req putEnvRequest
-		if err := json.Unmarshal(cr.Request, &req); err != nil || req.Version == nil {
-			return errors.New("api: unreadable change request")
-		}
-		target := cr.TargetRevision
-		_, err := s.cfg.Prompts.SwitchPointer(ctx, promptstore.SwitchInput{Agent: cr.Agent, Env: cr.Env, Version: *req.Version,
-			ExpectedRevision: &target, Reason: req.Reason}, func(tx *gorm.DB, _ *promptstore.Env) error { return commit(tx) })
-		return err
-	}
-	return s.applyGated(ctx, cr, commit)
-}
-
-// problemJSON is the problem a failed change request records.
-func problemJSON(err error) any { return problemFor(err).Summary() }
-
 func (s *Server) changeRequestOf(c echo.Context) (*access.Service, string, error) {
 	as, err := s.tokens()
 	if err != nil {
@@ -96,11 +63,11 @@ func (s *Server) changeRequestOf(c echo.Context) (*access.Service, string, error
 
 // handleApproveChangeRequest: POST /v1/change-requests/{id}/approve.
 func (s *Server) handleApproveChangeRequest(c echo.Context) error {
-	as, id, err := s.changeRequestOf(c)
+	_, id, err := s.changeRequestOf(c) // refuses without an access service
 	if err != nil {
 		return err
 	}
-	cr, err := as.Approve(c.Request().Context(), id, tokenOf(c), s.apply, problemJSON)
+	cr, err := s.cfg.Changes.Approve(c.Request().Context(), id, tokenOf(c))
 	if err != nil {
 		return err
 	}

@@ -4,10 +4,7 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/access"
-	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
 )
 
@@ -41,8 +38,7 @@ type envRollbackResponse struct {
 // rolled away from is revoked in the env. 200 with the env, the release
 // rolled back (or null) and the versions.
 func (s *Server) handleEnvRollback(c echo.Context) error {
-	rs, err := s.releases()
-	if err != nil {
+	if _, err := s.releases(); err != nil {
 		return err
 	}
 	agent, env, err := envPath(c)
@@ -58,26 +54,16 @@ func (s *Server) handleEnvRollback(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	var out *release.EnvRollback
-	err = s.gatedWrite(c, actionEnvRollback, func(*access.Gated) any { return req }, func(gated bool) error {
-		in := release.EnvRollbackInput{Agent: agent, Env: env, ExpectedRevision: &expected, Reason: req.Reason}
-		if req.ToVersion != nil {
-			in.ToVersion = *req.ToVersion
-			if gated { // a to_version other than the default target
-				in.Gate = func(tx *gorm.DB, cur *promptstore.Env, to int) error {
-					if to == release.RollbackTarget(cur) {
-						return nil
-					}
-					return access.CheckGate(tx, agent, env, cur.Revision)
-				}
-			}
-		}
-		var err error
-		out, err = rs.RollbackEnv(ctx, in)
+	in := release.EnvRollbackInput{Agent: agent, Env: env, ExpectedRevision: &expected, Reason: req.Reason}
+	if req.ToVersion != nil {
+		in.ToVersion = *req.ToVersion
+	}
+	out, cr, err := s.cfg.Changes.RollbackEnv(ctx, caller(c, req), in)
+	switch {
+	case err != nil:
 		return headerErr(err, viaHeader)
-	})
-	if err != nil || out == nil {
-		return err
+	case cr != nil:
+		return s.sendChangeRequest(c, cr)
 	}
 	active, err := s.activeRelease(ctx, out.Env)
 	if err != nil {

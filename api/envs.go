@@ -8,9 +8,7 @@ import (
 	"strconv"
 
 	"github.com/labstack/echo/v4"
-	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
 )
@@ -157,19 +155,17 @@ func (s *Server) handlePutEnv(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.gatedWrite(c, actionPointerSwitch, func(*access.Gated) any { return req }, func(gated bool) error {
-		in := promptstore.SwitchInput{Agent: agent, Env: env, Version: *req.Version, ExpectedRevision: expected, Reason: req.Reason}
-		if gated && expected != nil { // without a precondition the switch answers 428 itself
-			in.Gate = func(tx *gorm.DB) error { return access.CheckGate(tx, agent, env, *expected) }
-		}
-		e, err := s.cfg.Prompts.SwitchPointer(c.Request().Context(), in)
-		if err != nil {
-			return headerErr(err, viaHeader)
-		}
-		status := http.StatusOK
-		if *expected == 0 {
-			status = http.StatusCreated
-		}
-		return s.sendEnv(c, status, e)
-	})
+	in := promptstore.SwitchInput{Agent: agent, Env: env, Version: *req.Version, ExpectedRevision: expected, Reason: req.Reason}
+	e, cr, err := s.cfg.Changes.SwitchPointer(c.Request().Context(), caller(c, req), in)
+	switch {
+	case err != nil:
+		return headerErr(err, viaHeader)
+	case cr != nil:
+		return s.sendChangeRequest(c, cr)
+	}
+	status := http.StatusOK
+	if *expected == 0 {
+		status = http.StatusCreated
+	}
+	return s.sendEnv(c, status, e)
 }

@@ -70,18 +70,13 @@ func (s *Server) handleDeleteProtection(c echo.Context) error {
 // setProtection writes next, or gates it when it weakens the protection
 // in force: then it is approved under that protection.
 func (s *Server) setProtection(c echo.Context, as *access.Service, next access.Protection, req putProtectionRequest, expected *int64, viaHeader bool) error {
-	if err := next.Validate(); err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	var p *access.Protection
-	err := s.gatedWrite(c, actionProtectionSet, func(*access.Gated) any { return req }, func(bool) error {
-		var err error
-		p, err = as.SetProtectionGated(ctx, next, expected) // weakening it is gated, decided on the locked row
+	_ = as
+	p, cr, err := s.cfg.Changes.SetProtection(c.Request().Context(), caller(c, req), next, expected)
+	switch {
+	case err != nil:
 		return headerErr(err, viaHeader)
-	})
-	if err != nil || p == nil {
-		return err
+	case cr != nil:
+		return s.sendChangeRequest(c, cr)
 	}
 	return s.send(c, http.StatusOK, protectionResponse{Env: p.Env, Approvals: p.Approvals, Agents: p.Agents, Approvers: p.Approvers,
 		Revision: p.Revision, UpdatedBy: p.UpdatedBy, UpdatedAt: timestamp(p.UpdatedAt)})

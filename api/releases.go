@@ -7,9 +7,7 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/release/guard"
 )
@@ -216,8 +214,7 @@ func (r *createReleaseRequest) validate() error {
 // Idempotency-Key). 201 with the release. The baseline is the pointer's
 // version; expected_revision (or If-Match) is the pointer's revision.
 func (s *Server) handleCreateRelease(c echo.Context) error {
-	rs, err := s.releases()
-	if err != nil {
+	if _, err := s.releases(); err != nil {
 		return err
 	}
 	agent, env, err := envPath(c)
@@ -232,24 +229,20 @@ func (s *Server) handleCreateRelease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id := rs.NewID() // chosen up front: a gated create stores its overrides hashed under it
-	stored := func(*access.Gated) any {
-		return gatedCreate{ReleaseID: id, CandidateVersion: *req.CandidateVersion, Percent: req.percent, Stickiness: req.Stickiness,
-			Steps: req.steps, Message: req.Message, Overrides: hashedOverrides(id, req.Overrides), Guard: req.guard}
+	in := release.CreateInput{Agent: agent, Env: env, CandidateVersion: *req.CandidateVersion,
+		Percent: req.percent, Stickiness: req.Stickiness, Steps: req.steps, Message: req.Message, ExpectedRevision: expected,
+		Overrides: req.Overrides.input(), Guard: req.guard}
+	// The change request shows the command: overrides hashed under the
+	// release id chosen for it.
+	rel, cr, err := s.cfg.Changes.CreateRelease(c.Request().Context(), caller(c, nil), in,
+		recordAnswer(s, c, http.StatusCreated, releaseEntity))
+	switch {
+	case err != nil:
+		return headerErr(err, viaHeader)
+	case cr != nil:
+		return s.sendChangeRequest(c, cr)
 	}
-	return s.gatedWrite(c, actionReleaseCreate, stored, func(gated bool) error {
-		in := release.CreateInput{ID: id, Agent: agent, Env: env, CandidateVersion: *req.CandidateVersion,
-			Percent: req.percent, Stickiness: req.Stickiness, Steps: req.steps, Message: req.Message, ExpectedRevision: expected,
-			Overrides: req.Overrides.input(), Guard: req.guard}
-		if gated {
-			in.Gate = func(tx *gorm.DB, revision int64) error { return access.CheckGate(tx, agent, env, revision) }
-		}
-		rel, err := rs.Create(c.Request().Context(), in, recordAnswer(s, c, http.StatusCreated, releaseEntity))
-		if err != nil {
-			return headerErr(err, viaHeader)
-		}
-		return s.sendRelease(c, http.StatusCreated, rel)
-	})
+	return s.sendRelease(c, http.StatusCreated, rel)
 }
 
 // handleGetRelease: GET /v1/releases/{id}, with its history.
@@ -346,8 +339,7 @@ func (r *patchReleaseRequest) action() release.Action {
 // The release's revision is required (expected_revision or If-Match: 428
 // precondition_required without).
 func (s *Server) handlePatchRelease(c echo.Context) error {
-	rs, err := s.releases()
-	if err != nil {
+	if _, err := s.releases(); err != nil {
 		return err
 	}
 	id, err := param(c, "id")
@@ -362,26 +354,17 @@ func (s *Server) handlePatchRelease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	stored := func(*access.Gated) any {
-		return gatedPatch{ReleaseID: id, Percent: req.percent, Reason: req.Reason, Overrides: hashedOverrides(id, req.Overrides), Guard: req.Guard}
+	shown := gatedPatchShown{ReleaseID: id, Percent: req.percent, Reason: req.Reason, Overrides: hashedOverrides(id, req.Overrides), Guard: req.Guard}
+	in := release.TransitionInput{ExpectedRevision: &expected, Percent: req.percent, Reason: req.Reason,
+		Overrides: req.Overrides.input(), Guard: req.guard}
+	rel, cr, err := s.cfg.Changes.PatchRelease(c.Request().Context(), caller(c, shown), id, req.action(), in)
+	switch {
+	case err != nil:
+		return headerErr(err, viaHeader)
+	case cr != nil:
+		return s.sendChangeRequest(c, cr)
 	}
-	return s.gatedWrite(c, actionReleasePatch, stored, func(gated bool) error {
-		in := release.TransitionInput{ExpectedRevision: &expected, Percent: req.percent, Reason: req.Reason,
-			Overrides: req.Overrides.input(), Guard: req.guard}
-		if gated {
-			in.Gate = func(tx *gorm.DB, rel *release.Release) error {
-				if !patchGated(rel, &req) {
-					return nil
-				}
-				return access.CheckGate(tx, rel.Agent, rel.Env, rel.Revision)
-			}
-		}
-		rel, err := rs.Transition(c.Request().Context(), id, req.action(), in)
-		if err != nil {
-			return headerErr(err, viaHeader)
-		}
-		return s.sendRelease(c, http.StatusOK, rel)
-	})
+	return s.sendRelease(c, http.StatusOK, rel)
 }
 
 // transitionRequest is the (optional) body of POST /v1/releases/{id}/{action}.
@@ -397,8 +380,7 @@ type transitionRequest struct {
 // allow is 409 invalid_transition with the release's state.
 func (s *Server) handleTransition(action release.Action) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		rs, err := s.releases()
-		if err != nil {
+		if _, err := s.releases(); err != nil {
 			return err
 		}
 		id, err := param(c, "id")
@@ -413,23 +395,14 @@ func (s *Server) handleTransition(action release.Action) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		name := map[release.Action]string{release.ActPromote: actionReleasePromote, release.ActResume: actionReleaseResume}[action]
-		stored := func(*access.Gated) any { return gatedTransition{ReleaseID: id, Reason: req.Reason} }
-		return s.gatedWrite(c, name, stored, func(gated bool) error {
-			in := release.TransitionInput{ExpectedRevision: expected, Reason: req.Reason}
-			if gated && name != "" { // promote; resume of a release its guard paused
-				in.Gate = func(tx *gorm.DB, rel *release.Release) error {
-					if action == release.ActResume && !pausedByGuard(rel) {
-						return nil
-					}
-					return access.CheckGate(tx, rel.Agent, rel.Env, rel.Revision)
-				}
-			}
-			rel, err := rs.Transition(c.Request().Context(), id, action, in)
-			if err != nil {
-				return headerErr(err, viaHeader)
-			}
-			return s.sendRelease(c, http.StatusOK, rel)
-		})
+		rel, cr, err := s.cfg.Changes.TransitionRelease(c.Request().Context(), caller(c, nil), id, action,
+			release.TransitionInput{ExpectedRevision: expected, Reason: req.Reason})
+		switch {
+		case err != nil:
+			return headerErr(err, viaHeader)
+		case cr != nil:
+			return s.sendChangeRequest(c, cr)
+		}
+		return s.sendRelease(c, http.StatusOK, rel)
 	}
 }

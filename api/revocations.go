@@ -4,9 +4,7 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/promptstore"
 )
 
@@ -52,13 +50,15 @@ func (s *Server) handleLiftRevocation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.gatedWrite(c, actionLiftRevocation, func(*access.Gated) any { return liftRequest{Version: n} }, func(gated bool) error {
-		in := promptstore.RevokeInput{Agent: agent, Env: env, Version: n, Lift: true}
-		if gated { // a lift that changes something
-			in.Gate = func(tx *gorm.DB, revision int64) error { return access.CheckGate(tx, agent, env, revision) }
-		}
-		return s.revoke(c, in)
-	})
+	e, cr, err := s.cfg.Changes.LiftRevocation(c.Request().Context(), caller(c, nil),
+		promptstore.RevokeInput{Agent: agent, Env: env, Version: n, Lift: true})
+	switch {
+	case err != nil:
+		return err
+	case cr != nil:
+		return s.sendChangeRequest(c, cr)
+	}
+	return s.sendEnv(c, http.StatusOK, e)
 }
 
 func (s *Server) revoke(c echo.Context, in promptstore.RevokeInput) error {

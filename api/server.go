@@ -18,6 +18,7 @@ import (
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/board"
+	"github.com/promptd/promptd/changes"
 	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/exposure"
 	"github.com/promptd/promptd/leases"
@@ -64,6 +65,9 @@ type Config struct {
 	// History supplies session turns to assemble (the session service).
 	// nil: a session_id on resolve or assemble is 404 session_not_found.
 	History promptstore.History
+	// Changes runs the writes a protected env gates and approves change
+	// requests (the runtime's); nil: one over Access, Prompts and Releases.
+	Changes *changes.Service
 	// Releases serves the release routes and the env's active release;
 	// nil: those routes answer 500 internal.
 	Releases *release.Service
@@ -242,6 +246,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.BodyLimit <= 0 {
 		cfg.BodyLimit = DefaultBodyLimit
+	}
+	if cfg.Changes == nil {
+		cfg.Changes = changes.New(changes.Options{Access: cfg.Access, Prompts: cfg.Prompts, Releases: cfg.Releases})
 	}
 	if cfg.ImportMaxBytes <= 0 {
 		cfg.ImportMaxBytes = DefaultImportMaxBytes

@@ -196,6 +196,7 @@ func (m *Main) Open(ctx context.Context) error {
 		HeavyMax:        cfg.HeavyMax,
 		Webhooks:        m.rt.Webhooks,
 		Access:          m.rt.Access,
+		Changes:         m.rt.Changes,
 
 		Console:               consoleAssets(cfg.Console),
 		ConsoleSessionTTL:     cfg.ConsoleSessionTTL,

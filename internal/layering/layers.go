@@ -21,12 +21,14 @@ var Layers = [][]string{
 	{"access", "board", "leases", "release", "session", "webhook", "api/idempotency"},
 	// 5: exposures and outcomes (they check releases).
 	{"exposure", "problem"},
-	// 6: the application layer: the embeddable runtime, and the Go client
+	// 6: gated writes and change requests (every caller's).
+	{"changes"},
+	// 7: the application layer: the embeddable runtime, and the Go client
 	// (it reads bundles; it must never reach a store).
 	{"", "api/client"},
-	// 7: the transport.
+	// 8: the transport.
 	{"api"},
-	// 8: commands and examples.
+	// 9: commands and examples.
 	{"cmd/promptd", "cmd/promptctl", "cmd/promptbench", "examples/runtime"},
 }
 
