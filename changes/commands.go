@@ -120,8 +120,12 @@ type UnreadableError struct {
 }
 
 func (e *UnreadableError) Error() string {
-	return fmt.Sprintf("changes: change request %s (%s) holds a command of format %d, which this binary cannot apply: %v",
-		e.ID, e.Action, e.Version, e.Err)
+	id := ""
+	if e.ID != "" {
+		id = e.ID + " "
+	}
+	return fmt.Sprintf("changes: change request %s(%s) holds a command of format %d, which this binary cannot apply: %v",
+		id, e.Action, e.Version, e.Err)
 }
 
 func (e *UnreadableError) Unwrap() error { return e.Err }

@@ -59,7 +59,9 @@ var errLegacy = errors.New("changes: the stored request is not one the earlier A
 // legacyCommand is the command of format 1 that a request of action,
 // stored as the earlier API stored it, asked for.
 func legacyCommand(action string, request json.RawMessage) (any, int, error) {
-	bad := func(err error) (any, int, error) { return nil, 0, fmt.Errorf("%w (%s): %v", errLegacy, action, err) }
+	bad := func(err error) (any, int, error) {
+		return nil, 0, &UnreadableError{Action: action, Err: fmt.Errorf("%w: %v", errLegacy, err)}
+	}
 	switch action {
 	case ActionPointerSwitch:
 		var r legacySwitch

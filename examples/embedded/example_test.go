@@ -20,6 +20,8 @@ func Example() {
 	//   system: "You are a helpful assistant for ACME. Answer in two sentences."
 	//   user: "Where is my order?"
 	//   user: "It is order 1234."
+	// switch of support/eu to v2 gated: change request pending, 1 approval needed
+	// approved by lead: applied; support/eu serves v2
 	// billing release stepped by the scheduler: 10% -> 50%
 	// triage release rolled_back by its guard (tripped)
 }

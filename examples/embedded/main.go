@@ -1,7 +1,8 @@
 // Command embedded is promptd used as a library by a program of its own
 // module: it publishes a prompt, rolls a new version out to half of its
 // users, pins a conversation to what its user got, appends turns to it and
-// assembles the prompt with the history; then, with the runtime's jobs
+// assembles the prompt with the history; switches a protected env, which
+// files a change request that an approval applies; then, with the runtime's jobs
 // running (Runtime.Run, as in the server), a release's scheduled step is
 // applied and a guard rolls a failing candidate back — all in process on
 // SQLite, no server, no HTTP.
@@ -19,7 +20,9 @@ import (
 	"time"
 
 	"github.com/promptd/promptd"
+	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/changes"
 	"github.com/promptd/promptd/exposure"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
@@ -126,7 +129,43 @@ func run(ctx context.Context) error {
 	for _, m := range out.Messages {
 		fmt.Printf("  %s: %s\n", m.Role, m.Content)
 	}
+	if err := gated(ctx, rt); err != nil {
+		return err
+	}
 	return jobs(ctx, rt, configs)
+}
+
+// gated protects env "eu" (one approval) and switches its pointer: the
+// runtime files a change request, as it does for an HTTP client, and an
+// approval by another principal applies it.
+func gated(ctx context.Context, rt *promptd.Runtime) error {
+	ops := &access.Token{Name: "ops", Role: access.RoleAdmin, Principal: "ops", Bootstrap: true}
+	lead := &access.Token{Name: "lead", Role: access.RoleAdmin, Principal: "lead", Bootstrap: true}
+	zero := int64(0)
+	eu, _, err := rt.Changes.SwitchPointer(ctx, changes.Caller{Token: ops},
+		promptstore.SwitchInput{Agent: "support", Env: "eu", Version: 1, ExpectedRevision: &zero})
+	if err != nil {
+		return err
+	}
+	if _, _, err := rt.Changes.SetProtection(ctx, changes.Caller{Token: ops}, access.Protection{Env: "eu", Approvals: 1}, &zero); err != nil {
+		return err
+	}
+	rev := eu.Revision
+	_, cr, err := rt.Changes.SwitchPointer(ctx, changes.Caller{Token: ops},
+		promptstore.SwitchInput{Agent: "support", Env: "eu", Version: 2, ExpectedRevision: &rev})
+	if err != nil || cr == nil {
+		return fmt.Errorf("the switch in a protected env was not gated: %v", err)
+	}
+	fmt.Printf("switch of support/eu to v2 gated: change request %s, %d approval needed\n", cr.State, cr.Needed)
+	if cr, err = rt.Changes.Approve(ctx, cr.ID, lead); err != nil {
+		return err
+	}
+	now, err := rt.Prompts.GetEnv(ctx, "support", "eu")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("approved by lead: %s; support/eu serves v%d\n", cr.State, now.Version)
+	return nil
 }
 
 // jobs runs the runtime's background jobs (Run: the reconciler, release
