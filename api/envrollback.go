@@ -59,11 +59,8 @@ func (s *Server) handleEnvRollback(c echo.Context) error {
 		in.ToVersion = *req.ToVersion
 	}
 	out, cr, err := s.cfg.Changes.RollbackEnv(ctx, caller(c, req), in)
-	switch {
-	case err != nil:
-		return headerErr(err, viaHeader)
-	case cr != nil:
-		return s.sendChangeRequest(c, cr)
+	if done, err := s.settled(c, cr, err, viaHeader); done {
+		return err
 	}
 	active, err := s.activeRelease(ctx, out.Env)
 	if err != nil {

@@ -157,11 +157,8 @@ func (s *Server) handlePutEnv(c echo.Context) error {
 	}
 	in := promptstore.SwitchInput{Agent: agent, Env: env, Version: *req.Version, ExpectedRevision: expected, Reason: req.Reason}
 	e, cr, err := s.cfg.Changes.SwitchPointer(c.Request().Context(), caller(c, req), in)
-	switch {
-	case err != nil:
-		return headerErr(err, viaHeader)
-	case cr != nil:
-		return s.sendChangeRequest(c, cr)
+	if done, err := s.settled(c, cr, err, viaHeader); done {
+		return err
 	}
 	status := http.StatusOK
 	if *expected == 0 {

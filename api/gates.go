@@ -29,6 +29,19 @@ func (s *Server) sendChangeRequest(c echo.Context, cr *access.ChangeRequest) err
 	return s.send(c, http.StatusAccepted, map[string]any{"change_request": changeRequestBody(cr)})
 }
 
+// settled answers a gated write that did not go ahead: its error (412
+// when its precondition came from a header), or 202 with the change
+// request it filed. done false: the write went ahead; answer its result.
+func (s *Server) settled(c echo.Context, cr *access.ChangeRequest, err error, viaHeader bool) (done bool, _ error) {
+	switch {
+	case err != nil:
+		return true, headerErr(err, viaHeader)
+	case cr != nil:
+		return true, s.sendChangeRequest(c, cr)
+	}
+	return false, nil
+}
+
 // gatedPatchShown is a gated PATCH of a release as its change request
 // shows it (overrides hashed under the release id: raw ids are never
 // stored, see release.Overrides).

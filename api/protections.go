@@ -72,11 +72,8 @@ func (s *Server) handleDeleteProtection(c echo.Context) error {
 func (s *Server) setProtection(c echo.Context, as *access.Service, next access.Protection, req putProtectionRequest, expected *int64, viaHeader bool) error {
 	_ = as
 	p, cr, err := s.cfg.Changes.SetProtection(c.Request().Context(), caller(c, req), next, expected)
-	switch {
-	case err != nil:
-		return headerErr(err, viaHeader)
-	case cr != nil:
-		return s.sendChangeRequest(c, cr)
+	if done, err := s.settled(c, cr, err, viaHeader); done {
+		return err
 	}
 	return s.send(c, http.StatusOK, protectionResponse{Env: p.Env, Approvals: p.Approvals, Agents: p.Agents, Approvers: p.Approvers,
 		Revision: p.Revision, UpdatedBy: p.UpdatedBy, UpdatedAt: timestamp(p.UpdatedAt)})

@@ -236,11 +236,8 @@ func (s *Server) handleCreateRelease(c echo.Context) error {
 	// release id chosen for it.
 	rel, cr, err := s.cfg.Changes.CreateRelease(c.Request().Context(), caller(c, nil), in,
 		recordAnswer(s, c, http.StatusCreated, releaseEntity))
-	switch {
-	case err != nil:
-		return headerErr(err, viaHeader)
-	case cr != nil:
-		return s.sendChangeRequest(c, cr)
+	if done, err := s.settled(c, cr, err, viaHeader); done {
+		return err
 	}
 	return s.sendRelease(c, http.StatusCreated, rel)
 }
@@ -358,11 +355,8 @@ func (s *Server) handlePatchRelease(c echo.Context) error {
 	in := release.TransitionInput{ExpectedRevision: &expected, Percent: req.percent, Reason: req.Reason,
 		Overrides: req.Overrides.input(), Guard: req.guard}
 	rel, cr, err := s.cfg.Changes.PatchRelease(c.Request().Context(), caller(c, shown), id, req.action(), in)
-	switch {
-	case err != nil:
-		return headerErr(err, viaHeader)
-	case cr != nil:
-		return s.sendChangeRequest(c, cr)
+	if done, err := s.settled(c, cr, err, viaHeader); done {
+		return err
 	}
 	return s.sendRelease(c, http.StatusOK, rel)
 }
@@ -397,11 +391,8 @@ func (s *Server) handleTransition(action release.Action) echo.HandlerFunc {
 		}
 		rel, cr, err := s.cfg.Changes.TransitionRelease(c.Request().Context(), caller(c, nil), id, action,
 			release.TransitionInput{ExpectedRevision: expected, Reason: req.Reason})
-		switch {
-		case err != nil:
-			return headerErr(err, viaHeader)
-		case cr != nil:
-			return s.sendChangeRequest(c, cr)
+		if done, err := s.settled(c, cr, err, viaHeader); done {
+			return err
 		}
 		return s.sendRelease(c, http.StatusOK, rel)
 	}

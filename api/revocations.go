@@ -52,11 +52,8 @@ func (s *Server) handleLiftRevocation(c echo.Context) error {
 	}
 	e, cr, err := s.cfg.Changes.LiftRevocation(c.Request().Context(), caller(c, nil),
 		promptstore.RevokeInput{Agent: agent, Env: env, Version: n, Lift: true})
-	switch {
-	case err != nil:
+	if done, err := s.settled(c, cr, err, false); done {
 		return err
-	case cr != nil:
-		return s.sendChangeRequest(c, cr)
 	}
 	return s.sendEnv(c, http.StatusOK, e)
 }
