@@ -262,7 +262,11 @@ type Filing struct {
 // inside their own transaction (CheckGate) and call Gate when it says
 // *Gated; Gate answering nil then means the protection was lifted in
 // between, and the write is tried again.
-func (s *Service) Gate(ctx context.Context, by *Token, f Filing) (*ChangeRequest, error) {
+//
+// then runs in the transaction that files the request, after it (an
+// Idempotency-Key's record of the answer, so that a retry after a lost
+// answer finds the request instead of filing a second one).
+func (s *Service) Gate(ctx context.Context, by *Token, f Filing, then ...sqlstore.Then[*ChangeRequest]) (*ChangeRequest, error) {
 	raw, err := json.Marshal(f.Request)
 	if err != nil {
 		return nil, err
@@ -293,7 +297,7 @@ func (s *Service) Gate(ctx context.Context, by *Token, f Filing) (*ChangeRequest
 			return nil, err
 		}
 		return cr, s.crAudit(ctx, tx, "change_request.created", cr)
-	})
+	}, then...)
 	if errors.Is(err, errNotCovered) {
 		return nil, nil
 	}

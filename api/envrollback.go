@@ -58,7 +58,7 @@ func (s *Server) handleEnvRollback(c echo.Context) error {
 	if req.ToVersion != nil {
 		in.ToVersion = *req.ToVersion
 	}
-	out, cr, err := s.cfg.Changes.RollbackEnv(ctx, caller(c, req), in)
+	out, cr, err := s.cfg.Changes.RollbackEnv(ctx, s.caller(c, req), in)
 	if done, err := s.settled(c, cr, err, viaHeader); done {
 		return err
 	}

@@ -156,7 +156,7 @@ func (s *Server) handlePutEnv(c echo.Context) error {
 		return err
 	}
 	in := promptstore.SwitchInput{Agent: agent, Env: env, Version: *req.Version, ExpectedRevision: expected, Reason: req.Reason}
-	e, cr, err := s.cfg.Changes.SwitchPointer(c.Request().Context(), caller(c, req), in)
+	e, cr, err := s.cfg.Changes.SwitchPointer(c.Request().Context(), s.caller(c, req), in)
 	if done, err := s.settled(c, cr, err, viaHeader); done {
 		return err
 	}

@@ -17,16 +17,21 @@ import (
 // whether the env's protection covers it and files the change request.
 // The handlers only answer: the write's result, or 202 with the request.
 
-// caller is the requester of a gated write, with the request it shows.
-func caller(c echo.Context, shown any) changes.Caller {
-	return changes.Caller{Token: tokenOf(c), Request: shown}
+// caller is the requester of a gated write, with the request it shows;
+// with an Idempotency-Key, the 202 is recorded in the transaction that
+// files the change request.
+func (s *Server) caller(c echo.Context, shown any) changes.Caller {
+	return changes.Caller{Token: tokenOf(c), Request: shown,
+		Filed: recordAnswer(s, c, http.StatusAccepted, func(cr *access.ChangeRequest) any {
+			return map[string]any{"change_request": changeRequestBody(cr)}
+		})}
 }
 
 // sendChangeRequest answers a gated write: 202 with the change request
 // and its Location.
 func (s *Server) sendChangeRequest(c echo.Context, cr *access.ChangeRequest) error {
 	c.Response().Header().Set("Location", "/v1/change-requests/"+cr.ID)
-	return s.send(c, http.StatusAccepted, map[string]any{"change_request": changeRequestBody(cr)})
+	return s.send(c, http.StatusAccepted, map[string]any{"change_request": changeRequestBody(cr)}) // the recorded bytes, when there are
 }
 
 // settled answers a gated write that did not go ahead: its error (412

@@ -1,14 +1,18 @@
 package api_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // gatedWrite is one write api/openapi.yaml gates in a protected env. setup prepares
@@ -328,4 +332,44 @@ func TestGate_weakeningAProtection_isApprovedUnderTheProtectionInForce(t *testin
 			t.Fatalf("DELETE approved: %v, approvals in force %d", got, a.protectionApprovals("prod"))
 		}
 	})
+}
+
+// A gated create with an Idempotency-Key: its 202 is recorded in the
+// transaction that files the change request, so the request exists if and
+// only if its answer does (a retry after a lost answer replays it, never
+// files a second request). With the record's insert made to fail, no
+// request is filed; the control: with it working, one request, replayed.
+func TestGate_idempotentCreate_recordsThe202WithTheChangeRequest(t *testing.T) {
+	db := testenv.OpenDB(t, sqlstore.Config{SQLitePath: filepath.Join(t.TempDir(), "promptd.db")}, migrations())
+	var failRecord atomic.Bool
+	if err := db.Callback().Raw().Before("gorm:raw").Register("test:fail_idempotency_record", func(tx *gorm.DB) {
+		if failRecord.Load() && strings.HasPrefix(tx.Statement.SQL.String(), "INSERT INTO idempotency") {
+			_ = tx.AddError(errors.New("injected: the record's insert fails"))
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a := protectedApp(t, db)
+	pending := func() int {
+		var n int
+		a.db.Raw(`SELECT COUNT(*) FROM access_change_requests WHERE state = 'pending'`).Scan(&n)
+		return n
+	}
+	body := `{"candidate_version": 2, "percent": 10}`
+	failRecord.Store(true)
+	if rec := a.do("POST", "/v1/agents/support/envs/prod/releases", admin, body, "Idempotency-Key", "k-fail"); rec.Code < 500 {
+		t.Fatalf("with the record failing: %d %s", rec.Code, rec.Body)
+	}
+	if n := pending(); n != 0 {
+		t.Fatalf("%d change requests filed although their answer was not recorded", n)
+	}
+	failRecord.Store(false)
+	first := a.do("POST", "/v1/agents/support/envs/prod/releases", admin, body, "Idempotency-Key", "k-ok")
+	again := a.do("POST", "/v1/agents/support/envs/prod/releases", admin, body, "Idempotency-Key", "k-ok")
+	if first.Code != 202 || again.Code != 202 || again.Header().Get("Idempotent-Replayed") != "true" || again.Body.String() != first.Body.String() {
+		t.Fatalf("first %d, repeat %d (replayed %q)\n%s\n%s", first.Code, again.Code, again.Header().Get("Idempotent-Replayed"), first.Body, again.Body)
+	}
+	if n := pending(); n != 1 {
+		t.Fatalf("%d change requests pending, want 1", n)
+	}
 }

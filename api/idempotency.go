@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -168,6 +169,14 @@ func replay(c echo.Context, r *idempotency.Response) error {
 	h.Set(headerReplayed, "true")
 	if r.Status >= 400 {
 		h.Set(echo.HeaderCacheControl, "no-store")
+	}
+	if r.Status == http.StatusAccepted { // a gated write's answer: its Location is the change request's
+		var filed struct {
+			ChangeRequest struct{ ID string } `json:"change_request"`
+		}
+		if json.Unmarshal(r.Body, &filed) == nil && filed.ChangeRequest.ID != "" {
+			h.Set("Location", "/v1/change-requests/"+filed.ChangeRequest.ID)
+		}
 	}
 	return c.Blob(r.Status, r.ContentType, r.Body)
 }

@@ -71,7 +71,7 @@ func (s *Server) handleDeleteProtection(c echo.Context) error {
 // in force: then it is approved under that protection.
 func (s *Server) setProtection(c echo.Context, as *access.Service, next access.Protection, req putProtectionRequest, expected *int64, viaHeader bool) error {
 	_ = as
-	p, cr, err := s.cfg.Changes.SetProtection(c.Request().Context(), caller(c, req), next, expected)
+	p, cr, err := s.cfg.Changes.SetProtection(c.Request().Context(), s.caller(c, req), next, expected)
 	if done, err := s.settled(c, cr, err, viaHeader); done {
 		return err
 	}

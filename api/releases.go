@@ -234,7 +234,7 @@ func (s *Server) handleCreateRelease(c echo.Context) error {
 		Overrides: req.Overrides.input(), Guard: req.guard}
 	// The change request shows the command: overrides hashed under the
 	// release id chosen for it.
-	rel, cr, err := s.cfg.Changes.CreateRelease(c.Request().Context(), caller(c, nil), in,
+	rel, cr, err := s.cfg.Changes.CreateRelease(c.Request().Context(), s.caller(c, nil), in,
 		recordAnswer(s, c, http.StatusCreated, releaseEntity))
 	if done, err := s.settled(c, cr, err, viaHeader); done {
 		return err
@@ -354,7 +354,7 @@ func (s *Server) handlePatchRelease(c echo.Context) error {
 	shown := gatedPatchShown{ReleaseID: id, Percent: req.percent, Reason: req.Reason, Overrides: hashedOverrides(id, req.Overrides), Guard: req.Guard}
 	in := release.TransitionInput{ExpectedRevision: &expected, Percent: req.percent, Reason: req.Reason,
 		Overrides: req.Overrides.input(), Guard: req.guard}
-	rel, cr, err := s.cfg.Changes.PatchRelease(c.Request().Context(), caller(c, shown), id, req.action(), in)
+	rel, cr, err := s.cfg.Changes.PatchRelease(c.Request().Context(), s.caller(c, shown), id, req.action(), in)
 	if done, err := s.settled(c, cr, err, viaHeader); done {
 		return err
 	}
@@ -389,7 +389,7 @@ func (s *Server) handleTransition(action release.Action) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		rel, cr, err := s.cfg.Changes.TransitionRelease(c.Request().Context(), caller(c, nil), id, action,
+		rel, cr, err := s.cfg.Changes.TransitionRelease(c.Request().Context(), s.caller(c, nil), id, action,
 			release.TransitionInput{ExpectedRevision: expected, Reason: req.Reason})
 		if done, err := s.settled(c, cr, err, viaHeader); done {
 			return err

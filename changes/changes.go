@@ -37,6 +37,9 @@ func New(o Options) *Service { return &Service{o: o} }
 type Caller struct {
 	Token   *access.Token
 	Request any
+	// Filed, when set, runs in the transaction that files the change
+	// request (an Idempotency-Key's record of the answer).
+	Filed sqlstore.Then[*access.ChangeRequest]
 }
 
 // ErrGateMoving: the env's protection changed under the write three times
@@ -61,7 +64,7 @@ func gated[T any](ctx context.Context, s *Service, by Caller, action string, cmd
 			shown = cmd
 		}
 		cr, err := s.o.Access.Gate(ctx, by.Token, access.Filing{Action: action, Agent: g.Agent, Env: g.Env, Request: shown,
-			Command: cmd, CommandVersion: CommandVersion, Target: g.Target})
+			Command: cmd, CommandVersion: CommandVersion, Target: g.Target}, by.Filed)
 		if err != nil || cr != nil {
 			return zero, cr, err
 		}
