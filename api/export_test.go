@@ -1,11 +1,11 @@
 package api
 
 // RouteScopes are the scope decisions of the /v1 routes, by "METHOD
-// path", and the routes registered without one.
-func RouteScopes(s *Server) (map[string]string, []string) {
+// path", as registered.
+func RouteScopes(s *Server) map[string]string {
 	out := map[string]string{}
-	for key, n := range routeNeeds {
+	for key, n := range s.needs {
 		out[key] = n.kind
 	}
-	return out, s.undecided
+	return out
 }

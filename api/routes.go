@@ -38,201 +38,121 @@ func (s *Server) routes() {
 	v1 := composed{g: s.e.Group("/v1"), s: s, prefix: "/v1"}
 
 	// Prompt versions.
-	v1.GET("/agents", s.handleListAgents, runtime...)
-	v1.POST("/agents/:agent/versions", s.handleCreateVersion, idempotentAdmin...)
-	v1.GET("/agents/:agent/versions", s.handleListVersions, heavyRuntime...)
-	v1.GET("/agents/:agent/versions/:version", s.handleGetVersion, runtime...)
-	v1.GET("/agents/:agent/versions/:a/diff/:b", s.handleDiff, heavyRuntime...)
+	v1.GET("/agents", inHandler, s.handleListAgents, runtime...)
+	v1.POST("/agents/:agent/versions", agentOnly, s.handleCreateVersion, idempotentAdmin...)
+	v1.GET("/agents/:agent/versions", agentOnly, s.handleListVersions, heavyRuntime...)
+	v1.GET("/agents/:agent/versions/:version", agentOnly, s.handleGetVersion, runtime...)
+	v1.GET("/agents/:agent/versions/:a/diff/:b", agentOnly, s.handleDiff, heavyRuntime...)
 
 	// Env pointers and revocations.
-	v1.GET("/agents/:agent/envs/:env", s.handleGetEnv, runtime...)
-	v1.GET("/agents/:agent/envs/:env/history", s.handleEnvHistory, heavyRuntime...)
-	v1.PUT("/agents/:agent/envs/:env", s.handlePutEnv, admin...)
-	v1.POST("/agents/:agent/envs/:env/revocations", s.handleRevoke, admin...)
-	v1.DELETE("/agents/:agent/envs/:env/revocations/:version", s.handleLiftRevocation, admin...)
+	v1.GET("/agents/:agent/envs/:env", agentEnv, s.handleGetEnv, runtime...)
+	v1.GET("/agents/:agent/envs/:env/history", agentEnv, s.handleEnvHistory, heavyRuntime...)
+	v1.PUT("/agents/:agent/envs/:env", agentEnv, s.handlePutEnv, admin...)
+	v1.POST("/agents/:agent/envs/:env/revocations", agentEnv, s.handleRevoke, admin...)
+	v1.DELETE("/agents/:agent/envs/:env/revocations/:version", agentEnv, s.handleLiftRevocation, admin...)
 
 	// Runtime path.
-	v1.GET("/agents/:agent/envs/:env/prompt", s.handlePrompt, runtime...)
-	v1.POST("/agents/:agent/envs/:env/assemble", s.handleAssemble, runtime...)
+	v1.GET("/agents/:agent/envs/:env/prompt", agentEnv, s.handlePrompt, runtime...)
+	v1.POST("/agents/:agent/envs/:env/assemble", agentEnv, s.handleAssemble, runtime...)
 
 	// Releases.
-	v1.POST("/agents/:agent/envs/:env/releases", s.handleCreateRelease, idempotentAdmin...)
-	v1.GET("/agents/:agent/envs/:env/releases", s.handleListReleases, runtime...)
-	v1.GET("/releases/:id", s.handleGetRelease, runtime...)
-	v1.PATCH("/releases/:id", s.handlePatchRelease, admin...)
-	v1.POST("/releases/:id/pause", s.handleTransition(release.ActPause), admin...)
-	v1.POST("/releases/:id/resume", s.handleTransition(release.ActResume), admin...)
-	v1.POST("/releases/:id/promote", s.handleTransition(release.ActPromote), admin...)
-	v1.POST("/releases/:id/rollback", s.handleTransition(release.ActRollback), admin...)
-	v1.POST("/agents/:agent/envs/:env/rollback", s.handleEnvRollback, admin...)
+	v1.POST("/agents/:agent/envs/:env/releases", agentEnv, s.handleCreateRelease, idempotentAdmin...)
+	v1.GET("/agents/:agent/envs/:env/releases", agentEnv, s.handleListReleases, runtime...)
+	v1.GET("/releases/:id", byRelease, s.handleGetRelease, runtime...)
+	v1.PATCH("/releases/:id", byRelease, s.handlePatchRelease, admin...)
+	v1.POST("/releases/:id/pause", byRelease, s.handleTransition(release.ActPause), admin...)
+	v1.POST("/releases/:id/resume", byRelease, s.handleTransition(release.ActResume), admin...)
+	v1.POST("/releases/:id/promote", byRelease, s.handleTransition(release.ActPromote), admin...)
+	v1.POST("/releases/:id/rollback", byRelease, s.handleTransition(release.ActRollback), admin...)
+	v1.POST("/agents/:agent/envs/:env/rollback", agentEnv, s.handleEnvRollback, admin...)
 
 	// Bundles, exposures and outcomes (bundle.go, exposures.go).
-	v1.GET("/bundle", s.handleBundle, runtime...) // heavy only when it builds a body (bundle.go)
-	v1.POST("/exposures", s.handleRecordExposures, idempotentRuntime...)
-	v1.GET("/agents/:agent/envs/:env/exposures", s.handleListExposures, runtime...)
-	v1.POST("/outcomes", s.handleRecordOutcomes, idempotentRuntime...)
+	v1.GET("/bundle", inHandler, s.handleBundle, runtime...) // heavy only when it builds a body (bundle.go)
+	v1.POST("/exposures", inHandler, s.handleRecordExposures, idempotentRuntime...)
+	v1.GET("/agents/:agent/envs/:env/exposures", agentEnv, s.handleListExposures, runtime...)
+	v1.POST("/outcomes", inHandler, s.handleRecordOutcomes, idempotentRuntime...)
 
 	// Sessions and their leases (lease routes take no Idempotency-Key).
-	v1.POST("/sessions", s.handleCreateSession, idempotentRuntime...)
-	v1.GET("/sessions", s.handleListSessions, runtime...) // lists.go
-	v1.GET("/sessions/:id", s.handleGetSession, runtime...)
-	v1.POST("/sessions/:id/turns", s.handleAppendTurns, idempotentRuntime...)
-	v1.PUT("/sessions/:id/state/:key", s.handlePutState, idempotentRuntime...)
-	v1.GET("/sessions/:id/state", s.handleGetState, runtime...)
-	v1.POST("/sessions/:id/close", s.handleCloseSession, runtime...)
-	v1.POST("/sessions/:id/lease", s.handleAcquireSessionLease, runtime...)
-	v1.POST("/sessions/:id/lease/renew", s.handleRenewSessionLease, runtime...)
-	v1.DELETE("/sessions/:id/lease", s.handleReleaseSessionLease, runtime...)
+	v1.POST("/sessions", inHandler, s.handleCreateSession, idempotentRuntime...)
+	v1.GET("/sessions", inHandler, s.handleListSessions, runtime...) // lists.go
+	v1.GET("/sessions/:id", bySession, s.handleGetSession, runtime...)
+	v1.POST("/sessions/:id/turns", bySession, s.handleAppendTurns, idempotentRuntime...)
+	v1.PUT("/sessions/:id/state/:key", bySession, s.handlePutState, idempotentRuntime...)
+	v1.GET("/sessions/:id/state", bySession, s.handleGetState, runtime...)
+	v1.POST("/sessions/:id/close", bySession, s.handleCloseSession, runtime...)
+	v1.POST("/sessions/:id/lease", bySession, s.handleAcquireSessionLease, runtime...)
+	v1.POST("/sessions/:id/lease/renew", bySession, s.handleRenewSessionLease, runtime...)
+	v1.DELETE("/sessions/:id/lease", bySession, s.handleReleaseSessionLease, runtime...)
 
 	// Generic leases on business resources.
-	v1.POST("/leases", s.handleAcquireLeases, runtime...)
-	v1.POST("/leases/:lease_id/renew", s.handleRenewLeases, runtime...)
-	v1.DELETE("/leases/:lease_id", s.handleReleaseLeases, runtime...)
+	v1.POST("/leases", unscopedOnly, s.handleAcquireLeases, runtime...)
+	v1.POST("/leases/:lease_id/renew", unscopedOnly, s.handleRenewLeases, runtime...)
+	v1.DELETE("/leases/:lease_id", unscopedOnly, s.handleReleaseLeases, runtime...)
 
 	// Boards: the shared blackboard (boards.go).
-	v1.GET("/boards", s.handleListBoards, runtime...) // lists.go
-	v1.PUT("/boards/:board", s.handlePutBoard, admin...)
-	v1.GET("/boards/:board", s.handleGetBoard, runtime...)
-	v1.DELETE("/boards/:board", s.handleDeleteBoard, runtime...)
-	v1.POST("/boards/:board/records", s.handleCreateRecord, idempotentRuntime...)
-	v1.GET("/boards/:board/records", s.handleListRecords, heavyRuntime...)
-	v1.GET("/boards/:board/records/:id", s.handleGetRecord, runtime...)
-	v1.PATCH("/boards/:board/records/:id", s.handlePatchRecord, runtime...)
-	v1.POST("/boards/:board/claim", s.handleClaimNext, idempotentRuntime...)
-	v1.POST("/boards/:board/records/:id/claim", s.handleClaimOne, idempotentRuntime...)
-	v1.POST("/boards/:board/records/:id/heartbeat", s.handleHeartbeat, runtime...)
-	v1.POST("/boards/:board/records/:id/release", s.handleReleaseRecord, runtime...)
+	v1.GET("/boards", inHandler, s.handleListBoards, runtime...) // lists.go
+	v1.PUT("/boards/:board", unscopedOnly, s.handlePutBoard, admin...)
+	v1.GET("/boards/:board", boardOnly, s.handleGetBoard, runtime...)
+	v1.DELETE("/boards/:board", boardOnly, s.handleDeleteBoard, runtime...)
+	v1.POST("/boards/:board/records", boardOnly, s.handleCreateRecord, idempotentRuntime...)
+	v1.GET("/boards/:board/records", boardOnly, s.handleListRecords, heavyRuntime...)
+	v1.GET("/boards/:board/records/:id", boardOnly, s.handleGetRecord, runtime...)
+	v1.PATCH("/boards/:board/records/:id", boardOnly, s.handlePatchRecord, runtime...)
+	v1.POST("/boards/:board/claim", boardOnly, s.handleClaimNext, idempotentRuntime...)
+	v1.POST("/boards/:board/records/:id/claim", boardOnly, s.handleClaimOne, idempotentRuntime...)
+	v1.POST("/boards/:board/records/:id/heartbeat", boardOnly, s.handleHeartbeat, runtime...)
+	v1.POST("/boards/:board/records/:id/release", boardOnly, s.handleReleaseRecord, runtime...)
 
 	// Batch import and audit.
-	v1.POST("/import", s.handleImport, idempotentAdmin...)
-	v1.GET("/audit", s.handleAudit, heavyAdmin...)
+	v1.POST("/import", inHandler, s.handleImport, idempotentAdmin...)
+	v1.GET("/audit", unscopedOnly, s.handleAudit, heavyAdmin...)
 
 	// The change feed: every committed change, in commit order.
-	v1.GET("/events", s.handleEvents, runtime...)
-	v1.GET("/boards/:board/changes", s.handleBoardChanges, runtime...)
+	v1.GET("/events", inHandler, s.handleEvents, runtime...)
+	v1.GET("/boards/:board/changes", boardOnly, s.handleBoardChanges, runtime...)
 
 	// Webhooks: the change feed delivered to HTTP receivers.
-	v1.POST("/webhooks", s.handleCreateWebhook, idempotentAdmin...)
-	v1.GET("/webhooks", s.handleListWebhooks, admin...)
-	v1.GET("/webhooks/:id", s.handleGetWebhook, admin...)
-	v1.PATCH("/webhooks/:id", s.handlePatchWebhook, admin...)
-	v1.DELETE("/webhooks/:id", s.handleDeleteWebhook, admin...)
-	v1.POST("/webhooks/:id/rotate-secret", s.handleRotateSecret, idempotentAdmin...)
-	v1.GET("/webhooks/:id/deliveries", s.handleListDeliveries, admin...)
-	v1.POST("/webhooks/:id/deliveries/:delivery/retry", s.handleRetryDelivery, admin...)
+	v1.POST("/webhooks", unscopedOnly, s.handleCreateWebhook, idempotentAdmin...)
+	v1.GET("/webhooks", unscopedOnly, s.handleListWebhooks, admin...)
+	v1.GET("/webhooks/:id", unscopedOnly, s.handleGetWebhook, admin...)
+	v1.PATCH("/webhooks/:id", unscopedOnly, s.handlePatchWebhook, admin...)
+	v1.DELETE("/webhooks/:id", unscopedOnly, s.handleDeleteWebhook, admin...)
+	v1.POST("/webhooks/:id/rotate-secret", unscopedOnly, s.handleRotateSecret, idempotentAdmin...)
+	v1.GET("/webhooks/:id/deliveries", unscopedOnly, s.handleListDeliveries, admin...)
+	v1.POST("/webhooks/:id/deliveries/:delivery/retry", unscopedOnly, s.handleRetryDelivery, admin...)
 
 	// Managed tokens (tokens.go).
-	v1.POST("/tokens", s.handleCreateToken, idempotentAdmin...)
-	v1.GET("/tokens", s.handleListTokens, admin...)
-	v1.DELETE("/tokens/:name", s.handleRevokeToken, admin...)
+	v1.POST("/tokens", unscopedOnly, s.handleCreateToken, idempotentAdmin...)
+	v1.GET("/tokens", unscopedOnly, s.handleListTokens, admin...)
+	v1.DELETE("/tokens/:name", unscopedOnly, s.handleRevokeToken, admin...)
 
 	// Protected envs and change requests (protections.go, change_requests.go).
-	v1.PUT("/protections/:env", s.handlePutProtection, admin...)
-	v1.DELETE("/protections/:env", s.handleDeleteProtection, admin...)
-	v1.GET("/change-requests", s.handleListChangeRequests, admin...)
-	v1.GET("/change-requests/:id", s.handleGetChangeRequest, admin...)
-	v1.POST("/change-requests/:id/approve", s.handleApproveChangeRequest, admin...)
-	v1.POST("/change-requests/:id/reject", s.handleRejectChangeRequest, admin...)
-	v1.POST("/change-requests/:id/cancel", s.handleCancelChangeRequest, admin...)
-}
-
-// routeNeeds is what each /v1 route needs of a scoped token (scopes.go).
-// A new route states its decision here; without one it admits unscoped
-// tokens only and the authorization matrix test fails.
-var routeNeeds = map[string]scopeNeed{
-	"GET /v1/agents":                                          inHandler,
-	"POST /v1/agents/:agent/versions":                         agentOnly,
-	"GET /v1/agents/:agent/versions":                          agentOnly,
-	"GET /v1/agents/:agent/versions/:version":                 agentOnly,
-	"GET /v1/agents/:agent/versions/:a/diff/:b":               agentOnly,
-	"GET /v1/agents/:agent/envs/:env":                         agentEnv,
-	"GET /v1/agents/:agent/envs/:env/history":                 agentEnv,
-	"PUT /v1/agents/:agent/envs/:env":                         agentEnv,
-	"POST /v1/agents/:agent/envs/:env/revocations":            agentEnv,
-	"DELETE /v1/agents/:agent/envs/:env/revocations/:version": agentEnv,
-	"GET /v1/agents/:agent/envs/:env/prompt":                  agentEnv,
-	"POST /v1/agents/:agent/envs/:env/assemble":               agentEnv,
-	"POST /v1/agents/:agent/envs/:env/releases":               agentEnv,
-	"GET /v1/agents/:agent/envs/:env/releases":                agentEnv,
-	"GET /v1/releases/:id":                                    byRelease,
-	"PATCH /v1/releases/:id":                                  byRelease,
-	"POST /v1/releases/:id/pause":                             byRelease,
-	"POST /v1/releases/:id/resume":                            byRelease,
-	"POST /v1/releases/:id/promote":                           byRelease,
-	"POST /v1/releases/:id/rollback":                          byRelease,
-	"POST /v1/agents/:agent/envs/:env/rollback":               agentEnv,
-	"POST /v1/sessions":                                       inHandler,
-	"GET /v1/sessions/:id":                                    bySession,
-	"POST /v1/sessions/:id/turns":                             bySession,
-	"PUT /v1/sessions/:id/state/:key":                         bySession,
-	"GET /v1/sessions/:id/state":                              bySession,
-	"POST /v1/sessions/:id/close":                             bySession,
-	"POST /v1/sessions/:id/lease":                             bySession,
-	"POST /v1/sessions/:id/lease/renew":                       bySession,
-	"DELETE /v1/sessions/:id/lease":                           bySession,
-	"POST /v1/leases":                                         unscopedOnly,
-	"POST /v1/leases/:lease_id/renew":                         unscopedOnly,
-	"DELETE /v1/leases/:lease_id":                             unscopedOnly,
-	"PUT /v1/boards/:board":                                   unscopedOnly,
-	"GET /v1/boards/:board":                                   boardOnly,
-	"DELETE /v1/boards/:board":                                boardOnly,
-	"POST /v1/boards/:board/records":                          boardOnly,
-	"GET /v1/boards/:board/records":                           boardOnly,
-	"GET /v1/boards/:board/records/:id":                       boardOnly,
-	"PATCH /v1/boards/:board/records/:id":                     boardOnly,
-	"POST /v1/boards/:board/claim":                            boardOnly,
-	"POST /v1/boards/:board/records/:id/claim":                boardOnly,
-	"POST /v1/boards/:board/records/:id/heartbeat":            boardOnly,
-	"POST /v1/boards/:board/records/:id/release":              boardOnly,
-	"POST /v1/import":                                         inHandler,
-	"GET /v1/audit":                                           unscopedOnly,
-	"GET /v1/events":                                          inHandler,
-	"GET /v1/boards/:board/changes":                           boardOnly,
-	"POST /v1/webhooks":                                       unscopedOnly,
-	"GET /v1/webhooks":                                        unscopedOnly,
-	"GET /v1/webhooks/:id":                                    unscopedOnly,
-	"PATCH /v1/webhooks/:id":                                  unscopedOnly,
-	"DELETE /v1/webhooks/:id":                                 unscopedOnly,
-	"POST /v1/webhooks/:id/rotate-secret":                     unscopedOnly,
-	"GET /v1/webhooks/:id/deliveries":                         unscopedOnly,
-	"POST /v1/webhooks/:id/deliveries/:delivery/retry":        unscopedOnly,
-	"POST /v1/tokens":                                         unscopedOnly,
-	"GET /v1/tokens":                                          unscopedOnly,
-	"DELETE /v1/tokens/:name":                                 unscopedOnly,
-	"PUT /v1/protections/:env":                                unscopedOnly,
-	"DELETE /v1/protections/:env":                             unscopedOnly,
-	"GET /v1/change-requests":                                 inHandler,
-	"GET /v1/change-requests/:id":                             byChangeRequest,
-	"POST /v1/change-requests/:id/approve":                    byChangeRequest,
-	"POST /v1/change-requests/:id/reject":                     byChangeRequest,
-	"POST /v1/change-requests/:id/cancel":                     byChangeRequest,
-	"GET /v1/bundle":                                          inHandler,
-	"POST /v1/exposures":                                      inHandler,
-	"GET /v1/agents/:agent/envs/:env/exposures":               agentEnv,
-	"POST /v1/outcomes":                                       inHandler,
-	"GET /v1/sessions":                                        inHandler,
-	"GET /v1/boards":                                          inHandler,
+	v1.PUT("/protections/:env", unscopedOnly, s.handlePutProtection, admin...)
+	v1.DELETE("/protections/:env", unscopedOnly, s.handleDeleteProtection, admin...)
+	v1.GET("/change-requests", inHandler, s.handleListChangeRequests, admin...)
+	v1.GET("/change-requests/:id", byChangeRequest, s.handleGetChangeRequest, admin...)
+	v1.POST("/change-requests/:id/approve", byChangeRequest, s.handleApproveChangeRequest, admin...)
+	v1.POST("/change-requests/:id/reject", byChangeRequest, s.handleRejectChangeRequest, admin...)
+	v1.POST("/change-requests/:id/cancel", byChangeRequest, s.handleCancelChangeRequest, admin...)
 }
 
 // composed registers routes with their middleware composed once, at
 // registration: Echo's own route middleware is applied anew on every
 // request (a closure per middleware per request). Same order: the first
 // middleware runs first.
-// The route's scope decision (routeNeeds) runs last, after the token's
-// role check.
+// The route's scope decision (its need, scopes.go) runs last, after the
+// token's role check.
 type composed struct {
 	g      *echo.Group
 	s      *Server
 	prefix string
 }
 
-func (r composed) add(method, path string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
-	key := method + " " + r.prefix + path
-	need, ok := routeNeeds[key]
-	if !ok {
-		need = unscopedOnly
-		r.s.undecided = append(r.s.undecided, key)
+func (r composed) add(method, path string, need scopeNeed, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+	if need.kind == "" {
+		panic("api: route " + method + " " + r.prefix + path + " has no scope decision")
 	}
+	r.s.needs[method+" "+r.prefix+path] = need
 	h = r.s.scoped(need, h)
 	for i := len(mw) - 1; i >= 0; i-- {
 		h = mw[i](h)
@@ -240,24 +160,24 @@ func (r composed) add(method, path string, h echo.HandlerFunc, mw ...echo.Middle
 	r.g.Add(method, path, h)
 }
 
-func (r composed) GET(path string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
-	r.add(http.MethodGet, path, h, mw...)
+func (r composed) GET(path string, need scopeNeed, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+	r.add(http.MethodGet, path, need, h, mw...)
 }
 
-func (r composed) POST(path string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
-	r.add(http.MethodPost, path, h, mw...)
+func (r composed) POST(path string, need scopeNeed, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+	r.add(http.MethodPost, path, need, h, mw...)
 }
 
-func (r composed) PUT(path string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
-	r.add(http.MethodPut, path, h, mw...)
+func (r composed) PUT(path string, need scopeNeed, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+	r.add(http.MethodPut, path, need, h, mw...)
 }
 
-func (r composed) PATCH(path string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
-	r.add(http.MethodPatch, path, h, mw...)
+func (r composed) PATCH(path string, need scopeNeed, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+	r.add(http.MethodPatch, path, need, h, mw...)
 }
 
-func (r composed) DELETE(path string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
-	r.add(http.MethodDelete, path, h, mw...)
+func (r composed) DELETE(path string, need scopeNeed, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+	r.add(http.MethodDelete, path, need, h, mw...)
 }
 
 // errNoStore: the server was built without a prompt store (an ops-only

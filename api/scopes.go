@@ -11,8 +11,8 @@ import (
 
 // scopeNeed is what a /v1 route needs of a scoped token (api/openapi.yaml, Tokens,
 // scopes and approvals): the one place scope checks are decided. Every
-// route has one in routeNeeds (routes.go); a route without one admits only
-// unscoped tokens, and the authorization matrix test fails for it.
+// /v1 route is registered with its need, beside its role and handler
+// (routes.go); registering one without a decision panics at start.
 type scopeNeed struct {
 	// kind names the decision, for the matrix test and for reading.
 	kind string

@@ -213,10 +213,9 @@ type Server struct {
 	// secretHashes are the SHA-256 of cfg.Tokens' secrets, by index.
 	secretHashes [][32]byte
 	bootstrap    []*access.Token
-	// needs are the scope decisions of the /v1 routes, by "METHOD path";
-	// undecided lists the routes registered without one (scopes.go).
-	needs     map[string]scopeNeed
-	undecided []string
+	// needs are the scope decisions of the /v1 routes, by "METHOD path",
+	// as routes() registered them (scopes.go).
+	needs map[string]scopeNeed
 	// console holds the console's files (nil: the console is off).
 	console consoleFiles
 	// authLimit refuses client addresses that fail to authenticate too
@@ -310,6 +309,7 @@ func New(cfg Config) *Server {
 	} else {
 		e.Use(s.observe, s.bodyLimit)
 	}
+	s.needs = map[string]scopeNeed{}
 	s.routes()
 	return s
 }
