@@ -16,7 +16,7 @@ import (
 
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 	"github.com/promptd/promptd/locks"
 )
 

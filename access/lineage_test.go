@@ -11,7 +11,7 @@ import (
 
 	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/audit"
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -52,7 +52,7 @@ func lineageMigrations() []sqlstore.Migration {
 }
 
 // A token whose creator is revoked stops working at once on the instance
-// that revoked it (and, through the bus, on the others: internal/e2e).
+// that revoked it (and, through the bus, on the others: internal/harness/e2e).
 func TestLineage_creatorRevoked_childIsRefusedAtOnce(t *testing.T) {
 	testenv.ForEachDialect(t, lineageMigrations(), func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()

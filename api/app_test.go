@@ -23,7 +23,7 @@ import (
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/exposure"
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 	"github.com/promptd/promptd/sqlstore"
 	"gorm.io/gorm"
 )

@@ -8,7 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/api"
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 )
 
 // Two more admins, each its own principal.

@@ -24,7 +24,7 @@ import (
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/console"
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/webhook"

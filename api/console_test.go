@@ -15,7 +15,7 @@ import (
 
 	"github.com/promptd/promptd/api"
 	"github.com/promptd/promptd/console"
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 )
 
 // withConsole serves the real embedded console.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/promptd/promptd/api"
 	"github.com/promptd/promptd/events"
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 )
 
 // A scoped token's lists are filtered in SQL before their LIMIT: among

@@ -16,7 +16,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/api/client"
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 	"github.com/promptd/promptd/sqlstore"
 	"github.com/promptd/promptd/telemetry"
 )

@@ -14,7 +14,7 @@ import (
 	"github.com/promptd/promptd/api"
 	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 	"github.com/promptd/promptd/sqlstore"
 	"github.com/promptd/promptd/webhook"
 )

@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/audit"
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 )
 
 func stampAll(t *testing.T, db *gorm.DB) int64 {

@@ -10,7 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/audit"
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 )
 
 // Events stamped while OldestAfter runs are not taken for pruned ones: it

@@ -8,7 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/audit"
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 )
 
 // appendAt appends n events at the given time.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/board"
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 )
 
 func TestDeleteBoard_onlyItsCreatorOrAnAdmin_andOnlyWhenClosed(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/events"
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 )
 
 func appendEvents(t *testing.T, db *gorm.DB, at time.Time, n int) {

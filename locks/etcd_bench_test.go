@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 	"github.com/promptd/promptd/locks"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/promptd/promptd"
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/sqlstore"

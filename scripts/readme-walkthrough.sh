@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Pastes the README walkthroughs (the sh blocks marked <!-- walkthrough -->)
 # in sequence into one bash against a fresh promptd, and compares what each
-# prints with the text block after it; internal/readmewalk has the
+# prints with the text block after it; internal/harness/readmewalk has the
 # placeholder rule. With -print it shows what each block printed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-exec go run ./internal/readmewalk "$@" README.md
+exec go run ./internal/harness/readmewalk "$@" README.md

@@ -47,7 +47,7 @@ run() {
 
 section "services"
 start_services
-# The fault suite (internal/e2e TestFaults) writes its table here.
+# The fault suite (internal/harness/e2e TestFaults) writes its table here.
 export PROMPTD_FAULTS_REPORT=$PROMPTD_SERVICES_DIR/faults.md
 print_faults() {
 	if [ -s "$PROMPTD_FAULTS_REPORT" ]; then
@@ -56,7 +56,7 @@ print_faults() {
 	fi
 }
 
-# The console's browser suite (internal/browsertest) drives Debian's
+# The console's browser suite (internal/harness/browsertest) drives Debian's
 # chromium and injects axe-core from npm (its package-lock.json pins it).
 prepare_browser_suite() {
 	local pkgs=()
@@ -65,7 +65,7 @@ prepare_browser_suite() {
 	fi
 	command -v npm >/dev/null || pkgs+=(nodejs npm)
 	if [ ${#pkgs[@]} -gt 0 ]; then svc_apt_install "${pkgs[@]}"; fi
-	(cd internal/browsertest && npm ci --no-audit --no-fund --loglevel=error)
+	(cd internal/harness/browsertest && npm ci --no-audit --no-fund --loglevel=error)
 }
 
 if [ $# -gt 0 ]; then
@@ -90,13 +90,13 @@ run go vet ./...
 section "openapi: redocly, spectral, generated TypeScript types (scripts/openapi-check.sh)"
 run ./scripts/openapi-check.sh
 
-section "browser suite: the console in chromium, axe-core on every page (internal/browsertest)"
+section "browser suite: the console in chromium, axe-core on every page (internal/harness/browsertest)"
 prepare_browser_suite
-run go test -race -count=1 -timeout 10m -v ./internal/browsertest/
+run go test -race -count=1 -timeout 10m -v ./internal/harness/browsertest/
 
 section "go test -race ./... (but the browser suite, run above)"
 # shellcheck disable=SC2046 # one word per package
-run go test -race -count=1 -timeout 25m $(go list ./... | grep -v '/internal/browsertest$')
+run go test -race -count=1 -timeout 25m $(go list ./... | grep -v '/internal/harness/browsertest$')
 print_faults
 
 section "fuzz: every target briefly (FUZZTIME=${FUZZTIME:-5s})"

@@ -13,7 +13,7 @@ import (
 
 	"github.com/promptd/promptd"
 	"github.com/promptd/promptd/audit"
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 	"github.com/promptd/promptd/session"
 	"github.com/promptd/promptd/sqlstore"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/promptd/promptd/api/client"
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 )
 
 func TestWebhooks_embedded_generateAPrivateSecretKeyAndRoundTrip(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/promptd/promptd/api/client"
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 )
 
 func TestApprovals_gatedApply_printsTheChangeRequestAndAnotherAdminApproves(t *testing.T) {

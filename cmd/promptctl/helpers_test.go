@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/promptd/promptd/api/client"
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 )
 
 const (

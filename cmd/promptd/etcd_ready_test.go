@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 )
 
 // With the leases on etcd, /readyz reports etcd: ok while it answers; with

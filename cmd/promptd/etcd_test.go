@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 	"github.com/promptd/promptd/locks"
 )
 

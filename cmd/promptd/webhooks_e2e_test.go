@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 	"github.com/promptd/promptd/webhook"
 	"github.com/promptd/promptd/webhook/webhooktest"
 )

@@ -170,7 +170,7 @@ _svc_etcd_health() { [[ "$(curl -fsS --max-time 1 "http://127.0.0.1:$1/health" 2
 
 # _svc_start_etcd starts one etcd member with its data in memory (/dev/shm
 # when there is one: raft fsyncs every write) and the raft timing of
-# internal/testenv's members (50 ms heartbeat, 500 ms election timeout).
+# internal/harness/testenv's members (50 ms heartbeat, 500 ms election timeout).
 _svc_start_etcd() {
 	local dir port peer attempt
 	dir=$(mktemp -d /dev/shm/promptd-etcd.XXXXXX 2>/dev/null) || dir=$PROMPTD_SERVICES_DIR/etcd

@@ -46,7 +46,7 @@ func TestVectors_localGoEvaluator_givesEveryAnswer(t *testing.T) {
 }
 
 // vectors.json is what the generator writes: regenerate it with
-// go run ./internal/conformance/gen after changing a case.
+// go run ./internal/harness/conformance/gen after changing a case.
 func TestVectors_fileIsGenerated(t *testing.T) {
 	want, err := Generate()
 	if err != nil {
@@ -57,7 +57,7 @@ func TestVectors_fileIsGenerated(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatal("testdata/conformance/vectors.json is stale: go run ./internal/conformance/gen")
+		t.Fatal("testdata/conformance/vectors.json is stale: go run ./internal/harness/conformance/gen")
 	}
 }
 

@@ -4,7 +4,7 @@
 // with a fresh data directory), and compares what each block prints with
 // the ```text block that follows it in the README.
 //
-//	go run ./internal/readmewalk [-print] [README.md]
+//	go run ./internal/harness/readmewalk [-print] [README.md]
 //
 // The reader's setup is done for them, as the README's unmarked setup
 // blocks do it: promptd and promptctl are built into a bin directory put

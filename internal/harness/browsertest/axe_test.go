@@ -23,7 +23,7 @@ func loadAxe(t *testing.T) string {
 		axeSource.js, axeSource.err = string(b), err
 	})
 	if axeSource.err != nil {
-		unavailable(t, fmt.Sprintf("axe-core: %v (npm ci in internal/browsertest)", axeSource.err))
+		unavailable(t, fmt.Sprintf("axe-core: %v (npm ci in internal/harness/browsertest)", axeSource.err))
 	}
 	return axeSource.js
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 )
 
 // The bootstrap tokens of every server the harness starts: two admins (so

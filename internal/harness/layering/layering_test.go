@@ -89,9 +89,12 @@ func violations(pkgs []pkg) []string {
 			continue
 		}
 		harness := slices.Contains(Harness, name)
+		if under := strings.HasPrefix(name, "internal/harness/"); under != harness && !strings.HasSuffix(name, "test") {
+			out = append(out, fmt.Sprintf("%q: the test harness lives under internal/harness/ (or in a package named *test), and only it", name))
+		}
 		from, known := layer[name]
 		if !known && !harness && !strings.HasPrefix(name, "examples/") {
-			out = append(out, fmt.Sprintf("%q has no layer: add it to Layers or Harness in internal/layering/layers.go", name))
+			out = append(out, fmt.Sprintf("%q has no layer: add it to Layers or Harness in internal/harness/layering/layers.go", name))
 			continue
 		}
 		for _, imp := range p.Imports {
@@ -160,5 +163,14 @@ func TestImports_anUpwardImport_isReported(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("the control's violation %q was not reported; got:\n%s", want, got)
 		}
+	}
+}
+
+// The harness rule's control: a package under internal/harness/ that is
+// not in Harness, and one in Harness outside it, are both reported.
+func TestImports_harnessOutsideItsPlace_isReported(t *testing.T) {
+	v := violations([]pkg{{ImportPath: Module + "/internal/harness/newsuite"}, {ImportPath: Module + "/internal/testenv2"}})
+	if len(v) < 2 || !strings.Contains(strings.Join(v, "\n"), "internal/harness/newsuite") {
+		t.Fatalf("violations = %q", v)
 	}
 }

@@ -1,13 +1,13 @@
 // Command gen writes testdata/conformance/vectors.json from
-// internal/conformance's cases, answered by package bundle. Run it from
-// the repository's root: go run ./internal/conformance/gen
+// internal/harness/conformance's cases, answered by package bundle. Run it from
+// the repository's root: go run ./internal/harness/conformance/gen
 package main
 
 import (
 	"fmt"
 	"os"
 
-	"github.com/promptd/promptd/internal/conformance"
+	"github.com/promptd/promptd/internal/harness/conformance"
 )
 
 func main() {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promptd/promptd/internal/testenv"
+	"github.com/promptd/promptd/internal/harness/testenv"
 )
 
 // Bootstrap tokens: two admins (two principals, so one can approve what the

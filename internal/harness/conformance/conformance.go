@@ -3,7 +3,7 @@
 // the answers the server gives. Cases builds them, Expect computes their
 // answers with package bundle, and the tests check that the server and
 // the Go evaluator give exactly those answers. `go run
-// ./internal/conformance/gen` rewrites the file.
+// ./internal/harness/conformance/gen` rewrites the file.
 package conformance
 
 import (
