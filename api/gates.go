@@ -51,28 +51,9 @@ func (s *Server) settled(c echo.Context, cr *access.ChangeRequest, err error, vi
 // shows it (overrides hashed under the release id: raw ids are never
 // stored, see release.Overrides).
 type gatedPatchShown struct {
-	ReleaseID string          `json:"release_id"`
-	Percent   string          `json:"percent,omitempty"`
-	Reason    string          `json:"reason,omitempty"`
-	Overrides *hashedShown    `json:"overrides,omitempty"`
-	Guard     json.RawMessage `json:"guard,omitempty"`
-}
-
-type hashedShown struct {
-	Candidate []string `json:"candidate"`
-	Baseline  []string `json:"baseline"`
-}
-
-func hashedOverrides(releaseID string, o *overridesRequest) *hashedShown {
-	if o == nil {
-		return nil
-	}
-	out := &hashedShown{Candidate: []string{}, Baseline: []string{}}
-	for _, id := range o.Candidate {
-		out.Candidate = append(out.Candidate, release.OverrideHash(releaseID, id))
-	}
-	for _, id := range o.Baseline {
-		out.Baseline = append(out.Baseline, release.OverrideHash(releaseID, id))
-	}
-	return out
+	ReleaseID string             `json:"release_id"`
+	Percent   string             `json:"percent,omitempty"`
+	Reason    string             `json:"reason,omitempty"`
+	Overrides *release.Overrides `json:"overrides,omitempty"`
+	Guard     json.RawMessage    `json:"guard,omitempty"`
 }

@@ -351,7 +351,7 @@ func (s *Server) handlePatchRelease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	shown := gatedPatchShown{ReleaseID: id, Percent: req.percent, Reason: req.Reason, Overrides: hashedOverrides(id, req.Overrides), Guard: req.Guard}
+	shown := gatedPatchShown{ReleaseID: id, Percent: req.percent, Reason: req.Reason, Overrides: req.Overrides.input().HashedUnder(id), Guard: req.Guard}
 	in := release.TransitionInput{ExpectedRevision: &expected, Percent: req.percent, Reason: req.Reason,
 		Overrides: req.Overrides.input(), Guard: req.guard}
 	rel, cr, err := s.cfg.Changes.PatchRelease(c.Request().Context(), s.caller(c, shown), id, req.action(), in)

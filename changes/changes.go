@@ -144,10 +144,18 @@ func (s *Service) PatchRelease(ctx context.Context, by Caller, id string, act re
 	if in.Guard != nil {
 		cmd.Guard = &guardChange{Config: in.Guard.Config}
 	}
-	return gated(ctx, s, by, ActionReleasePatch, cmd, func(gate bool) (*release.Release, error) {
+	covered := func(rel *release.Release) bool { return patchGated(rel, in) }
+	return s.releaseWrite(ctx, by, ActionReleasePatch, cmd, id, act, in, covered, then)
+}
+
+// releaseWrite runs a gated transition of release id: gated when covered
+// says so of the release as the transition locked it.
+func (s *Service) releaseWrite(ctx context.Context, by Caller, action string, cmd any, id string, act release.Action,
+	in release.TransitionInput, covered func(*release.Release) bool, then []sqlstore.Then[*release.Release]) (*release.Release, *access.ChangeRequest, error) {
+	return gated(ctx, s, by, action, cmd, func(gate bool) (*release.Release, error) {
 		if gate {
 			in.Gate = func(tx *gorm.DB, rel *release.Release) error {
-				if !patchGated(rel, in) {
+				if !covered(rel) {
 					return nil
 				}
 				return access.CheckGate(tx, rel.Agent, rel.Env, rel.Revision)
@@ -165,17 +173,8 @@ func (s *Service) TransitionRelease(ctx context.Context, by Caller, id string, a
 		rel, err := s.o.Releases.Transition(ctx, id, act, in, then...)
 		return rel, nil, err
 	}
-	return gated(ctx, s, by, action, transitionCommand{ReleaseID: id, Reason: in.Reason}, func(gate bool) (*release.Release, error) {
-		if gate {
-			in.Gate = func(tx *gorm.DB, rel *release.Release) error {
-				if act == release.ActResume && !PausedByGuard(rel) {
-					return nil
-				}
-				return access.CheckGate(tx, rel.Agent, rel.Env, rel.Revision)
-			}
-		}
-		return s.o.Releases.Transition(ctx, id, act, in, then...)
-	})
+	covered := func(rel *release.Release) bool { return act == release.ActPromote || PausedByGuard(rel) }
+	return s.releaseWrite(ctx, by, action, transitionCommand{ReleaseID: id, Reason: in.Reason}, id, act, in, covered, then)
 }
 
 // SetProtection creates, changes or (approvals 0) lifts next.Env's

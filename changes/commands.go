@@ -80,20 +80,11 @@ type (
 )
 
 func hashOverrides(releaseID string, o *release.OverridesInput) *hashedOverrides {
-	if o == nil {
+	h := o.HashedUnder(releaseID)
+	if h == nil {
 		return nil
 	}
-	if o.Hashed {
-		return &hashedOverrides{Candidate: append([]string{}, o.Candidate...), Baseline: append([]string{}, o.Baseline...)}
-	}
-	out := &hashedOverrides{Candidate: []string{}, Baseline: []string{}}
-	for _, id := range o.Candidate {
-		out.Candidate = append(out.Candidate, release.OverrideHash(releaseID, id))
-	}
-	for _, id := range o.Baseline {
-		out.Baseline = append(out.Baseline, release.OverrideHash(releaseID, id))
-	}
-	return out
+	return &hashedOverrides{Candidate: h.Candidate, Baseline: h.Baseline}
 }
 
 func (o *hashedOverrides) input() *release.OverridesInput {

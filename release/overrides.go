@@ -38,6 +38,28 @@ type OverridesInput struct {
 	Hashed bool
 }
 
+// HashedUnder is o with its ids hashed under releaseID, as the release
+// keeps them (never nil lists); o already hashed is copied as it is, and
+// nil stays nil.
+func (o *OverridesInput) HashedUnder(releaseID string) *Overrides {
+	if o == nil {
+		return nil
+	}
+	out := &Overrides{Candidate: []string{}, Baseline: []string{}}
+	for _, l := range []struct {
+		from []string
+		to   *[]string
+	}{{o.Candidate, &out.Candidate}, {o.Baseline, &out.Baseline}} {
+		for _, id := range l.from {
+			if !o.Hashed {
+				id = OverrideHash(releaseID, id)
+			}
+			*l.to = append(*l.to, id)
+		}
+	}
+	return out
+}
+
 // MaxOverrides is how many ids each list may hold.
 const MaxOverrides = 1000
 
