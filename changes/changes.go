@@ -42,6 +42,12 @@ type Caller struct {
 	Filed sqlstore.Then[*access.ChangeRequest]
 }
 
+// ErrNoRequester: a write the env's protection covers was asked for
+// without a Caller.Token: a change request names its requester, so it is
+// refused (nothing was written).
+var ErrNoRequester = &problem.Problem{Code: problem.Forbidden,
+	Detail: "the env is protected: this write files a change request, which needs the requester's token"}
+
 // ErrGateMoving: the env's protection changed under the write three times
 // in a row (set, lifted, set); nothing was written. Retry.
 var ErrGateMoving = errors.Join(sqlstore.ErrUnavailable, errors.New("changes: the env's protection kept changing under the write; retry"))
@@ -58,6 +64,9 @@ func gated[T any](ctx context.Context, s *Service, by Caller, action string, cmd
 		var g *access.Gated
 		if !errors.As(err, &g) {
 			return v, nil, err
+		}
+		if by.Token == nil {
+			return zero, nil, ErrNoRequester // nothing was written
 		}
 		shown := by.Request
 		if shown == nil {
@@ -224,6 +233,9 @@ func PausedByGuard(rel *release.Release) bool {
 func (s *Service) Approve(ctx context.Context, id string, by *access.Token) (*access.ChangeRequest, error) {
 	if s.o.Access == nil {
 		return nil, access.ErrRequestNotFound
+	}
+	if by == nil {
+		return nil, ErrNoRequester
 	}
 	return s.o.Access.Approve(ctx, id, by, s.apply, problemOf)
 }

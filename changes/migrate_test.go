@@ -3,6 +3,7 @@ package changes_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -149,5 +150,25 @@ func TestMigration_withoutTheConversion_theRequestFailsClosed(t *testing.T) {
 	}
 	if e, _ := rt.Prompts.GetEnv(ctx, "support", "prod"); e.Version != 1 {
 		t.Fatalf("prod serves v%d, want v1 (nothing applied)", e.Version)
+	}
+}
+
+// A gated write without a requester's token is refused, not filed under
+// nobody (and nothing is written); the same write of an unprotected env
+// goes ahead without one.
+func TestGated_withoutAToken_isRefused(t *testing.T) {
+	ctx := context.Background()
+	rt, _ := setup(t, true)
+	rev := int64(1)
+	e, cr, err := rt.Changes.SwitchPointer(ctx, changes.Caller{}, promptstore.SwitchInput{Agent: "support", Env: "prod", Version: 2, ExpectedRevision: &rev})
+	if !errors.Is(err, changes.ErrNoRequester) || e != nil || cr != nil {
+		t.Fatalf("switch of a protected env without a token: %v %v %v", e, cr, err)
+	}
+	zero := int64(0)
+	if _, cr, err := rt.Changes.SwitchPointer(ctx, changes.Caller{}, promptstore.SwitchInput{Agent: "support", Env: "dev", Version: 2, ExpectedRevision: &zero}); err != nil || cr != nil {
+		t.Fatalf("switch of an unprotected env without a token: %v %v", cr, err)
+	}
+	if _, err := rt.Changes.Approve(ctx, "cr_00000000000000000001", nil); !errors.Is(err, changes.ErrNoRequester) {
+		t.Fatalf("approve without a token: %v", err)
 	}
 }
