@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-const vectorsPath = "../../testdata/conformance/vectors.json"
+const vectorsPath = "../../../testdata/conformance/vectors.json"
 
 // The Go evaluator (package bundle) gives every vector's answers,
 // compared as SDKs compare them (parsed JSON, deep equality) and byte for
