@@ -13,7 +13,7 @@ import (
 
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/ident"
-	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/problem"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -35,17 +35,27 @@ const MaxApprovals = 10
 
 // Errors of change requests; test with errors.Is or errors.As.
 var (
-	ErrRequestNotFound = errors.New("access: no such change request")
-	ErrSelfApproval    = errors.New("access: a change request is approved by principals other than its requester's")
-	ErrNotApprover     = errors.New("access: the protection names its approvers, and this principal is not one")
-	ErrAlreadyApproved = errors.New("access: this principal has approved the change request already")
-	ErrNotRequester    = errors.New("access: only the requester's principal may cancel a change request")
+	ErrRequestNotFound = problem.New(problem.ChangeRequestNotFound, "access: no such change request", "no such change request")
+	ErrSelfApproval    = problem.New(problem.SelfApproval, "access: a change request is approved by principals other than its requester's",
+		"a change request is approved by principals other than its requester's")
+	ErrNotApprover = problem.New(problem.Forbidden, "access: the protection names its approvers, and this principal is not one",
+		"the protection names its approvers, and this principal is not one")
+	ErrAlreadyApproved = problem.New(problem.Forbidden, "access: this principal has approved the change request already",
+		"this principal has approved the change request already")
+	ErrNotRequester = problem.New(problem.Forbidden, "access: only the requester's principal may cancel a change request",
+		"only the requester's principal may cancel a change request")
 )
 
 // ClosedError: the change request is no longer pending.
 type ClosedError struct{ State string }
 
 func (e *ClosedError) Error() string { return "access: the change request is " + e.State }
+
+// Problem is 409 change_request_closed naming the request's state.
+func (e *ClosedError) Problem() *problem.Problem {
+	return (&problem.Problem{Code: problem.ChangeRequestClosed, Detail: "the change request is " + e.State + ", no longer pending"}).
+		With("state", e.State)
+}
 
 // Protection gates writes in an env: Approvals principals other than the
 // requester's must approve them; Agents, when set, limits it to those
@@ -124,7 +134,7 @@ func (s *Service) setProtection(ctx context.Context, p Protection, expected *int
 			rev = cur.Revision
 		}
 		if expected != nil && *expected != rev {
-			return nil, &promptstore.RevisionConflict{Current: rev}
+			return nil, &problem.RevisionConflictError{Current: rev}
 		}
 		if gated && cur.WeakenedBy(p) {
 			return nil, &Gated{Env: p.Env, Target: rev}
@@ -135,14 +145,14 @@ func (s *Service) setProtection(ctx context.Context, p Protection, expected *int
 			err = tx.Exec(`INSERT INTO access_protections (env, approvals, agents, approvers, revision, updated_by, updated_at_ms) VALUES (?, ?, ?, ?, 1, ?, ?)`,
 				p.Env, p.Approvals, agents, approvers, p.UpdatedBy, now.UnixMilli()).Error
 			if sqlstore.IsDuplicate(err) {
-				return nil, &promptstore.RevisionConflict{Current: 1}
+				return nil, &problem.RevisionConflictError{Current: 1}
 			}
 		} else {
 			res := tx.Exec(`UPDATE access_protections SET approvals = ?, agents = ?, approvers = ?, revision = revision + 1, updated_by = ?, updated_at_ms = ?
 				WHERE env = ? AND revision = ?`, p.Approvals, agents, approvers, p.UpdatedBy, now.UnixMilli(), p.Env, rev)
 			err = res.Error
 			if err == nil && res.RowsAffected != 1 {
-				return nil, &promptstore.RevisionConflict{Current: rev}
+				return nil, &problem.RevisionConflictError{Current: rev}
 			}
 		}
 		if err != nil {
@@ -439,9 +449,9 @@ var ErrCommitRace = errors.New("access: the change request changed meanwhile; re
 
 // Approve records by's approval of id. The approval completing the count
 // applies the change through apply, in the write's transaction; a write
-// that fails (its target moved) marks the request failed, with problem
-// describing it (problem(err) is the problem JSON).
-func (s *Service) Approve(ctx context.Context, id string, by *Token, apply Applier, problem func(error) any) (*ChangeRequest, error) {
+// that fails (its target moved) marks the request failed, with the
+// problem it is answered with (problem.Of).
+func (s *Service) Approve(ctx context.Context, id string, by *Token, apply Applier) (*ChangeRequest, error) {
 	cr, err := s.ChangeRequest(ctx, id)
 	if err != nil {
 		return nil, err
@@ -501,13 +511,13 @@ func (s *Service) Approve(ctx context.Context, id string, by *Token, apply Appli
 		if cur.State != Pending {
 			return nil, &ClosedError{State: cur.State}
 		}
-		return nil, &promptstore.RevisionConflict{Current: cur.Revision}
+		return nil, &problem.RevisionConflictError{Current: cur.Revision}
 	case sqlstore.IsUnavailable(err):
 		return nil, err
 	}
 	// The write failed: mark the request failed (once), unless another
 	// approval closed it meanwhile.
-	raw, _ := json.Marshal(problem(err))
+	raw, _ := json.Marshal(problem.Of(err).Summary())
 	next.State, next.Problem = Failed, raw
 	if _, ferr := s.moveRequest(ctx, cr, &next, "change_request.failed"); ferr != nil {
 		if errors.Is(ferr, ErrCommitRace) {
@@ -631,11 +641,11 @@ func (s *Service) ExpireRequests(ctx context.Context) (int, error) {
 // command (CommandVersion 0: filed before commands were stored) the
 // command convert makes of its action and stored request, in the format
 // convert returns. A request convert cannot read is marked failed with
-// problem(err), so that it is never approved into something else. It
+// its problem (problem.Of), so that it is never approved into something
+// else. It
 // returns how many requests it converted and failed. It is a migration's
 // step: tx is the migration's transaction.
-func ConvertCommands(tx *gorm.DB, convert func(action string, request json.RawMessage) (command any, version int, err error),
-	problem func(error) any) (converted, failed int, err error) {
+func ConvertCommands(tx *gorm.DB, convert func(action string, request json.RawMessage) (command any, version int, err error)) (converted, failed int, err error) {
 	var rs []crRow
 	if err := tx.Raw(`SELECT id, `+crCols+` FROM access_change_requests WHERE state = ? AND command_version = 0 ORDER BY id`, Pending).
 		Scan(&rs).Error; err != nil {
@@ -648,7 +658,7 @@ func ConvertCommands(tx *gorm.DB, convert func(action string, request json.RawMe
 			raw, cerr = json.Marshal(cmd)
 		}
 		if cerr != nil {
-			p, err := json.Marshal(problem(cerr))
+			p, err := json.Marshal(problem.Of(cerr).Summary())
 			if err != nil {
 				return converted, failed, err
 			}

@@ -58,7 +58,7 @@ func TestChangeRequest_after24h_isExpiredAndCannotBeApproved(t *testing.T) {
 	_, err = s.Approve(ctx, cr.ID, lead, func(context.Context, *access.ChangeRequest, func(tx *gorm.DB) error) error {
 		applied = true
 		return nil
-	}, func(error) any { return nil })
+	})
 	var closed *access.ClosedError
 	if !errors.As(err, &closed) || closed.State != access.Expired || applied {
 		t.Fatalf("approve after expiry: %v (applied %v)", err, applied)

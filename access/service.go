@@ -18,7 +18,7 @@ import (
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/ident"
-	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/problem"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -342,7 +342,7 @@ func (s *Service) Create(ctx context.Context, creator *Token, in CreateInput, th
 			return nil, err
 		}
 		if n >= int64(s.o.MaxTokens) {
-			return nil, &promptstore.LimitError{Name: "tokens", Limit: int64(s.o.MaxTokens)}
+			return nil, &problem.LimitError{Name: "tokens", Limit: int64(s.o.MaxTokens)}
 		}
 		r := rowOf(t, hash(secret).hex())
 		err := tx.Exec(`INSERT INTO access_tokens (`+tokenCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,

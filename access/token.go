@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/problem"
 )
 
 // Roles (api/openapi.yaml, Conventions: Auth).
@@ -32,11 +32,14 @@ const (
 
 // Sentinel errors; test with errors.Is.
 var (
-	ErrNotFound    = errors.New("access: no such token")
-	ErrExists      = errors.New("access: a token with this name exists or existed")
-	ErrBootstrap   = errors.New("access: a bootstrap token (PROMPTD_TOKENS) cannot be revoked through the API")
+	ErrNotFound = problem.New(problem.TokenNotFound, "access: no such token", "no such managed token")
+	ErrExists   = problem.New(problem.TokenExists, "access: a token with this name exists or existed",
+		"a token with this name exists or existed; names are never reused")
+	ErrBootstrap = problem.New(problem.TokenBootstrap, "access: a bootstrap token (PROMPTD_TOKENS) cannot be revoked through the API",
+		"a PROMPTD_TOKENS token is revoked by removing it from the configuration")
 	ErrUnknown     = errors.New("access: unknown, revoked or expired token")
-	ErrUnavailable = errors.New("access: the token store is unavailable")
+	ErrUnavailable = problem.Unavailable("access: the token store is unavailable", "sql",
+		"the database cannot confirm this token; retry later")
 )
 
 // WiderError: a token would be wider than its creator in Scope ("role",
@@ -45,6 +48,11 @@ type WiderError struct{ Scope string }
 
 func (e *WiderError) Error() string {
 	return fmt.Sprintf("access: the new token's %s would be wider than its creator's", e.Scope)
+}
+
+// Problem is 403 forbidden naming the scope.
+func (e *WiderError) Problem() *problem.Problem {
+	return problem.OutOfScope(e.Scope, "a token may not be wider than its creator: its "+e.Scope+" would be")
 }
 
 // Token is a bearer token without its secret: a managed one, or one of
@@ -101,5 +109,5 @@ func plausible(secret string) bool {
 }
 
 func invalid(field, format string, args ...any) error {
-	return &promptstore.InvalidError{Code: "invalid_field", Field: field, Detail: fmt.Sprintf(format, args...)}
+	return &problem.InvalidError{Code: problem.InvalidField, Field: field, Detail: fmt.Sprintf(format, args...)}
 }

@@ -7,6 +7,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/promptd/promptd/problem"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -36,6 +37,14 @@ func (e *PrunedError) Error() string {
 
 // AheadError: the position asked for is beyond the feed's head.
 type AheadError struct{ After, Head int64 }
+
+// Problem is 503 store_unavailable: the position was checked at the
+// start, then the store went back.
+func (e *AheadError) Problem() *problem.Problem {
+	return (&problem.Problem{Code: problem.StoreUnavailable, Detail: fmt.Sprintf(
+		"the feed's store is behind position %d (its head is %d); retry later", e.After, e.Head)}).
+		With("store", "sql").WithHeader("Retry-After", "1")
+}
 
 func (e *AheadError) Error() string {
 	return fmt.Sprintf("audit: position %d is beyond the feed's head %d", e.After, e.Head)

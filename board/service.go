@@ -14,8 +14,8 @@ import (
 
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/events"
+	"github.com/promptd/promptd/ident"
 	"github.com/promptd/promptd/locks"
-	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -168,7 +168,7 @@ func (s *Service) sqlCtx(ctx context.Context) (context.Context, context.CancelFu
 	return context.WithTimeout(ctx, s.o.SQLTimeout)
 }
 
-func storeErr(err error) error { return promptstore.StoreErr(err) }
+func storeErr(err error) error { return sqlstore.Err(err) }
 
 // nowExpr is the SQL that reads the clock claims are compared with.
 func (s *Service) nowExpr(db *gorm.DB) (string, []any) {
@@ -347,13 +347,13 @@ func (s *Service) insertBoard(tx *gorm.DB, board string, def *Definition, now in
 		return err
 	}
 	if mine > s.o.MaxBoardsPerToken {
-		return &LimitError{Name: LimitBoardsPerToken, Limit: s.o.MaxBoardsPerToken}
+		return limitError(LimitBoardsPerToken, s.o.MaxBoardsPerToken)
 	}
 	if err := tx.Raw(`SELECT COUNT(*) FROM boards`).Scan(&all).Error; err != nil {
 		return err
 	}
 	if all >= s.o.MaxBoards {
-		return &LimitError{Name: LimitBoards, Limit: s.o.MaxBoards}
+		return limitError(LimitBoards, s.o.MaxBoards)
 	}
 	return tx.Exec(`INSERT INTO boards (board, revision, definition, created_by, created_at_ms, updated_at_ms) VALUES (?, 1, ?, ?, ?, ?)`,
 		board, def.marshal(), by, now, now).Error
@@ -368,7 +368,7 @@ func containsState(states []string, s string) bool {
 	return false
 }
 
-func checkID(field, v string) error { return promptstore.CheckID(field, v) }
+func checkID(field, v string) error { return ident.Check(field, v) }
 
 // checkOpaque checks an opaque value (holder, dedupe_key): 1..256 bytes
 // of printable UTF-8.

@@ -45,8 +45,8 @@ type Caller struct {
 // ErrNoRequester: a write the env's protection covers was asked for
 // without a Caller.Token: a change request names its requester, so it is
 // refused (nothing was written).
-var ErrNoRequester = &problem.Problem{Code: problem.Forbidden,
-	Detail: "the env is protected: this write files a change request, which needs the requester's token"}
+var ErrNoRequester = problem.New(problem.Forbidden, "changes: a gated write without the requester's token",
+	"the env is protected: this write files a change request, which needs the requester's token")
 
 // ErrGateMoving: the env's protection changed under the write three times
 // in a row (set, lifted, set); nothing was written. Retry.
@@ -237,17 +237,7 @@ func (s *Service) Approve(ctx context.Context, id string, by *access.Token) (*ac
 	if by == nil {
 		return nil, ErrNoRequester
 	}
-	return s.o.Access.Approve(ctx, id, by, s.apply, problemOf)
-}
-
-// problemOf is the problem a failed change request records.
-func problemOf(err error) any {
-	var u *UnreadableError
-	if errors.As(err, &u) {
-		return (&problem.Problem{Code: problem.Internal, Err: err,
-			Detail: "this promptd cannot apply the change request's command; nothing was changed"}).With("command_version", u.Version).Summary()
-	}
-	return problem.Of(err).Summary()
+	return s.o.Access.Approve(ctx, id, by, s.apply)
 }
 
 // apply runs cr's command in the approval's transaction (commit, called

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/promptd/promptd/access"
+	"github.com/promptd/promptd/problem"
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/release/guard"
 )
@@ -120,6 +121,13 @@ func (e *UnreadableError) Error() string {
 }
 
 func (e *UnreadableError) Unwrap() error { return e.Err }
+
+// Problem is 500 internal naming the command's format: this binary cannot
+// apply it, and nothing was changed.
+func (e *UnreadableError) Problem() *problem.Problem {
+	return (&problem.Problem{Code: problem.Internal,
+		Detail: "this promptd cannot apply the change request's command; nothing was changed"}).With("command_version", e.Version)
+}
 
 // command decodes cr's command into v.
 func command(cr *access.ChangeRequest, v any) error {

@@ -20,7 +20,7 @@ import (
 func Migrations() []sqlstore.Migration {
 	return []sqlstore.Migration{{Component: "changes", Version: 1, Name: "pending change requests: HTTP bodies to commands (format 1)",
 		Up: func(tx *gorm.DB) error {
-			_, _, err := access.ConvertCommands(tx, legacyCommand, problemOf)
+			_, _, err := access.ConvertCommands(tx, legacyCommand)
 			return err
 		}}}
 }

@@ -3,8 +3,10 @@ package events
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path"
+	"strconv"
 	"sync"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/locks"
+	"github.com/promptd/promptd/problem"
 )
 
 // KindFeed is the bus event the sequencer publishes after it stamped
@@ -223,6 +226,13 @@ func (e *CursorExpiredError) Error() string { return "events: cursor older than 
 
 // Is makes errors.Is(err, ErrCursorExpired) hold.
 func (e *CursorExpiredError) Is(target error) bool { return target == ErrCursorExpired }
+
+// Problem is 410 cursor_expired naming the position to resume from.
+func (e *CursorExpiredError) Problem() *problem.Problem {
+	return (&problem.Problem{Code: problem.CursorExpired, Detail: fmt.Sprintf(
+		"the feed no longer keeps events after this position; resume from %d (or since=0)", e.Oldest)}).
+		With("oldest", strconv.FormatInt(e.Oldest, 10))
+}
 
 // Feed is one instance's reader of the change feed: a single goroutine
 // reads new events from the store (woken by KindFeed, and every Poll) into

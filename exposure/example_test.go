@@ -61,5 +61,5 @@ func Example() {
 	// Output:
 	// accepted 2
 	// 2 candidate 43
-	// prompt: invalid_field: items[0].version: env prod of support did not serve version 7 then (it serves 1)
+	// invalid_field: items[0].version: env prod of support did not serve version 7 then (it serves 1)
 }

@@ -10,6 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/promptd/promptd/problem"
 )
 
 // ErrInvalid: a value does not follow the identifier rule.
@@ -26,6 +30,45 @@ func (e *InvalidError) Error() string { return fmt.Sprintf("invalid %s: %s", e.F
 
 // Is makes errors.Is(err, ErrInvalid) hold.
 func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// Problem is 400 invalid_id naming the field.
+func (e *InvalidError) Problem() *problem.Problem {
+	return (&problem.Problem{Code: problem.InvalidID, Detail: fmt.Sprintf("%s: %s", e.Field, e.Reason)}).With("field", e.Field)
+}
+
+// Check is Validate giving the one validation error of the domain
+// packages (*problem.InvalidError, code invalid_id, naming field).
+func Check(field, s string) error {
+	if err := Validate(field, s); err != nil {
+		return AsInvalid(err)
+	}
+	return nil
+}
+
+// AsInvalid turns an *InvalidError of this package into a
+// *problem.InvalidError (code invalid_id); other errors are returned as
+// they are.
+func AsInvalid(err error) error {
+	var ie *InvalidError
+	if errors.As(err, &ie) {
+		return &problem.InvalidError{Code: problem.InvalidID, Field: ie.Field, Detail: ie.Reason}
+	}
+	return err
+}
+
+// CheckOpaque checks an opaque identifier (user_id, holder, actor): 1..256
+// bytes of printable UTF-8.
+func CheckOpaque(field, s string) error {
+	if s == "" || len(s) > 256 || !utf8.ValidString(s) {
+		return &problem.InvalidError{Code: problem.InvalidID, Field: field, Detail: "must be 1..256 bytes of printable UTF-8"}
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) && r != ' ' {
+			return &problem.InvalidError{Code: problem.InvalidID, Field: field, Detail: "control or non-printable characters are not allowed"}
+		}
+	}
+	return nil
+}
 
 // Max lengths of the two rules.
 const (

@@ -11,7 +11,7 @@ import (
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/ident"
 	"github.com/promptd/promptd/locks"
-	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/problem"
 )
 
 // Limits of a generic lease (api/openapi.yaml, Generic leases).
@@ -88,7 +88,7 @@ type Lease struct {
 // name (a *ident.InvalidError on "resources[i]").
 func ValidateResources(resources []string) error {
 	if len(resources) == 0 || len(resources) > MaxResources {
-		return &promptstore.InvalidError{Code: promptstore.CodeInvalidField, Field: "resources",
+		return &problem.InvalidError{Code: problem.InvalidField, Field: "resources",
 			Detail: fmt.Sprintf("resources must name 1..%d resources", MaxResources)}
 	}
 	for i, r := range resources {
@@ -105,7 +105,7 @@ func validateTTL(ttl time.Duration) (time.Duration, error) {
 		return DefaultTTL, nil
 	}
 	if ttl < MinTTL || ttl > MaxTTL {
-		return 0, &promptstore.InvalidError{Code: promptstore.CodeInvalidField, Field: "ttl_ms",
+		return 0, &problem.InvalidError{Code: problem.InvalidField, Field: "ttl_ms",
 			Detail: fmt.Sprintf("ttl_ms must be %d..%d", MinTTL.Milliseconds(), MaxTTL.Milliseconds())}
 	}
 	return ttl, nil
@@ -119,7 +119,7 @@ func (s *Service) Acquire(ctx context.Context, in AcquireInput) (*Lease, error) 
 	if err := ValidateResources(in.Resources); err != nil {
 		return nil, err
 	}
-	if err := promptstore.ValidateOpaque("holder", in.Holder); err != nil {
+	if err := ident.CheckOpaque("holder", in.Holder); err != nil {
 		return nil, err
 	}
 	ttl, err := validateTTL(in.TTL)
@@ -127,7 +127,7 @@ func (s *Service) Acquire(ctx context.Context, in AcquireInput) (*Lease, error) 
 		return nil, err
 	}
 	if in.Wait < 0 || in.Wait > MaxWait {
-		return nil, &promptstore.InvalidError{Code: promptstore.CodeInvalidField, Field: "wait_ms",
+		return nil, &problem.InvalidError{Code: problem.InvalidField, Field: "wait_ms",
 			Detail: fmt.Sprintf("wait_ms must be 0..%d", MaxWait.Milliseconds())}
 	}
 	resources := slices.Compact(slices.Sorted(slices.Values(in.Resources)))

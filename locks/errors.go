@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/promptd/promptd/problem"
 )
 
 // Sentinel errors; test with errors.Is.
@@ -11,12 +13,13 @@ var (
 	// ErrHeld: the key is held by another owner. The error is a *HeldError.
 	ErrHeld = errors.New("locks: held by another owner")
 	// ErrLeaseLost: the lease expired or was taken over; the caller no longer holds it.
-	ErrLeaseLost = errors.New("locks: lease lost")
+	ErrLeaseLost = problem.New(problem.LeaseLost, "locks: lease lost",
+		"the token is not the lease's current token (expired, released or taken over)")
 	// ErrNotHeld: a holder query found the key free.
 	ErrNotHeld = errors.New("locks: not held")
 	// ErrUnavailable: the backend could not be reached in time. The grant
 	// state is unknown only for the failed call; the lease was not obtained.
-	ErrUnavailable = errors.New("locks: backend unavailable")
+	ErrUnavailable = problem.Unavailable("locks: backend unavailable", "redis", "the lock store is unavailable; retry later")
 	// ErrClosed: the Locker was closed.
 	ErrClosed = errors.New("locks: locker closed")
 	// ErrStaleFence: a fenced write carried a fence lower than the highest
@@ -25,7 +28,8 @@ var (
 	// ErrTooManyWaiters: Options.MaxWaiters acquires of this process already
 	// wait for held keys; the acquire was not sent to wait. The error is a
 	// *TooManyWaitersError. Retry later.
-	ErrTooManyWaiters = errors.New("locks: too many waiters")
+	ErrTooManyWaiters = problem.New(problem.QuotaExceeded, "locks: too many waiters",
+		"too many lease requests are waiting on this instance; retry later").WithHeader("Retry-After", "1")
 )
 
 // TooManyWaitersError is returned by an acquire that would wait while
@@ -40,6 +44,9 @@ func (e *TooManyWaitersError) Error() string {
 
 // Is makes errors.Is(err, ErrTooManyWaiters) true.
 func (e *TooManyWaitersError) Is(target error) bool { return target == ErrTooManyWaiters }
+
+// Problem is ErrTooManyWaiters' problem.
+func (e *TooManyWaitersError) Problem() *problem.Problem { return ErrTooManyWaiters.Problem() }
 
 // Conflict describes who holds a key that could not be obtained.
 type Conflict struct {
@@ -66,6 +73,14 @@ func (e *HeldError) Error() string {
 // Is makes errors.Is(err, ErrHeld) true.
 func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 
+// Problem is 423 lease_held naming the first conflict's holder.
+func (e *HeldError) Problem() *problem.Problem {
+	if len(e.Conflicts) == 0 {
+		return problem.HeldBy("", time.Time{})
+	}
+	return problem.HeldBy(e.Conflicts[0].Holder, e.Conflicts[0].ExpiresAt)
+}
+
 // StaleFenceError is returned by fenced writes whose fence is below the
 // storage's current one.
 type StaleFenceError struct {
@@ -79,6 +94,12 @@ func (e *StaleFenceError) Error() string {
 
 // Is makes errors.Is(err, ErrStaleFence) true.
 func (e *StaleFenceError) Is(target error) bool { return target == ErrStaleFence }
+
+// Problem is 409 stale_fence with the current fence.
+func (e *StaleFenceError) Problem() *problem.Problem {
+	return (&problem.Problem{Code: problem.StaleFence, Detail: fmt.Sprintf(
+		"fence %d is not the session's current fence %d: the lease was taken over", e.Fence, e.Current)}).With("current_fence", e.Current)
+}
 
 // unavailable wraps a backend failure so that errors.Is(err, ErrUnavailable)
 // holds while the cause stays visible.

@@ -13,88 +13,135 @@ import (
 // chosen for an error; codes.json is generated from it (go generate) and
 // the SDKs are tested against that file.
 var Codes = map[string]int{
-	InvalidJSON:                400,
-	InvalidField:               400,
-	InvalidID:                  400,
-	Unauthorized:               401,
-	Forbidden:                  403,
-	NotFound:                   404,
-	"agent_not_found":          404,
-	"version_not_found":        404,
-	"release_not_found":        404,
-	SessionNotFound:            404,
-	"lease_not_found":          404,
-	MethodNotAllowed:           405,
-	"version_conflict":         409,
-	"revision_conflict":        409,
-	"release_active":           409,
-	"no_pointer":               409,
-	"version_revoked":          409,
-	"version_current":          409,
-	"invalid_transition":       409,
-	"session_exists":           409,
-	"session_closed":           409,
-	"session_mismatch":         409,
-	IdempotencyBusy:            409,
-	"import_rejected":          409,
-	"stale_fence":              409,
-	"lease_lost":               409,
-	PreconditionFailed:         412,
-	BodyTooLarge:               413,
-	"undeclared_variable":      422,
-	"missing_variable":         422,
-	"invalid_variable":         422,
-	"invalid_guard":            422,
-	"invalid_config":           422,
-	"invalid_percent":          422,
-	"invalid_steps":            422,
-	IdempotencyReused:          422,
-	LimitExceeded:              422,
-	"lease_held":               423,
-	PreconditionRequired:       428,
-	"cursor_expired":           410,
-	"quota_exceeded":           429,
-	"overloaded":               503,
-	"board_not_found":          404,
-	"record_not_found":         404,
-	"claim_expired":            409,
-	"board_in_use":             409,
-	"claimed":                  423,
-	Internal:                   500,
-	StoreUnavailable:           503,
-	"webhook_not_found":        404,
-	"delivery_not_found":       404,
-	"invalid_url":              422,
-	"secret_key_required":      503,
-	"invalid_overrides":        422,
-	"bundle_too_large":         422,
-	"token_not_found":          404,
-	"token_exists":             409,
-	"token_bootstrap":          409,
-	"change_request_not_found": 404,
-	"change_request_closed":    409,
-	"self_approval":            403,
-	"csrf_failed":              403,
+	InvalidField:          400,
+	InvalidID:             400,
+	InvalidJSON:           400,
+	Unauthorized:          401,
+	CSRFFailed:            403,
+	Forbidden:             403,
+	SelfApproval:          403,
+	AgentNotFound:         404,
+	BoardNotFound:         404,
+	ChangeRequestNotFound: 404,
+	DeliveryNotFound:      404,
+	LeaseNotFound:         404,
+	NotFound:              404,
+	RecordNotFound:        404,
+	ReleaseNotFound:       404,
+	SessionNotFound:       404,
+	TokenNotFound:         404,
+	VersionNotFound:       404,
+	WebhookNotFound:       404,
+	MethodNotAllowed:      405,
+	BoardInUse:            409,
+	ChangeRequestClosed:   409,
+	ClaimExpired:          409,
+	IdempotencyBusy:       409,
+	ImportRejected:        409,
+	InvalidTransition:     409,
+	LeaseLost:             409,
+	NoPointer:             409,
+	ReleaseActive:         409,
+	RevisionConflict:      409,
+	SessionClosed:         409,
+	SessionExists:         409,
+	SessionMismatch:       409,
+	StaleFence:            409,
+	TokenBootstrap:        409,
+	TokenExists:           409,
+	VersionConflict:       409,
+	VersionCurrent:        409,
+	VersionRevoked:        409,
+	CursorExpired:         410,
+	PreconditionFailed:    412,
+	BodyTooLarge:          413,
+	BundleTooLarge:        422,
+	IdempotencyReused:     422,
+	InvalidConfig:         422,
+	InvalidGuard:          422,
+	InvalidOverrides:      422,
+	InvalidPercent:        422,
+	InvalidSteps:          422,
+	InvalidURL:            422,
+	InvalidVariable:       422,
+	LimitExceeded:         422,
+	MissingVariable:       422,
+	UndeclaredVariable:    422,
+	Claimed:               423,
+	LeaseHeld:             423,
+	PreconditionRequired:  428,
+	QuotaExceeded:         429,
+	Internal:              500,
+	Overloaded:            503,
+	SecretKeyRequired:     503,
+	StoreUnavailable:      503,
 }
 
-// The codes code outside this package names (the rest appear only in Of).
+// Every code of the contract, by name: code outside this package names
+// a code by its constant, so a misspelt code does not compile.
 const (
-	InvalidJSON          = "invalid_json"
-	InvalidField         = "invalid_field"
-	InvalidID            = "invalid_id"
-	Unauthorized         = "unauthorized"
-	Forbidden            = "forbidden"
-	NotFound             = "not_found"
-	MethodNotAllowed     = "method_not_allowed"
-	BodyTooLarge         = "body_too_large"
-	StoreUnavailable     = "store_unavailable"
-	Internal             = "internal"
-	PreconditionRequired = "precondition_required"
-	PreconditionFailed   = "precondition_failed"
-	SessionNotFound      = "session_not_found"
-	IdempotencyReused    = "idempotency_key_reused"
-	IdempotencyBusy      = "idempotency_in_progress"
-	LimitExceeded        = "limit_exceeded"
+	InvalidField          = "invalid_field"
+	InvalidID             = "invalid_id"
+	InvalidJSON           = "invalid_json"
+	Unauthorized          = "unauthorized"
+	CSRFFailed            = "csrf_failed"
+	Forbidden             = "forbidden"
+	SelfApproval          = "self_approval"
+	AgentNotFound         = "agent_not_found"
+	BoardNotFound         = "board_not_found"
+	ChangeRequestNotFound = "change_request_not_found"
+	DeliveryNotFound      = "delivery_not_found"
+	LeaseNotFound         = "lease_not_found"
+	NotFound              = "not_found"
+	RecordNotFound        = "record_not_found"
+	ReleaseNotFound       = "release_not_found"
+	SessionNotFound       = "session_not_found"
+	TokenNotFound         = "token_not_found"
+	VersionNotFound       = "version_not_found"
+	WebhookNotFound       = "webhook_not_found"
+	MethodNotAllowed      = "method_not_allowed"
+	BoardInUse            = "board_in_use"
+	ChangeRequestClosed   = "change_request_closed"
+	ClaimExpired          = "claim_expired"
+	IdempotencyBusy       = "idempotency_in_progress"
+	ImportRejected        = "import_rejected"
+	InvalidTransition     = "invalid_transition"
+	LeaseLost             = "lease_lost"
+	NoPointer             = "no_pointer"
+	ReleaseActive         = "release_active"
+	RevisionConflict      = "revision_conflict"
+	SessionClosed         = "session_closed"
+	SessionExists         = "session_exists"
+	SessionMismatch       = "session_mismatch"
+	StaleFence            = "stale_fence"
+	TokenBootstrap        = "token_bootstrap"
+	TokenExists           = "token_exists"
+	VersionConflict       = "version_conflict"
+	VersionCurrent        = "version_current"
+	VersionRevoked        = "version_revoked"
+	CursorExpired         = "cursor_expired"
+	PreconditionFailed    = "precondition_failed"
+	BodyTooLarge          = "body_too_large"
+	BundleTooLarge        = "bundle_too_large"
+	IdempotencyReused     = "idempotency_key_reused"
+	InvalidConfig         = "invalid_config"
+	InvalidGuard          = "invalid_guard"
+	InvalidOverrides      = "invalid_overrides"
+	InvalidPercent        = "invalid_percent"
+	InvalidSteps          = "invalid_steps"
+	InvalidURL            = "invalid_url"
+	InvalidVariable       = "invalid_variable"
+	LimitExceeded         = "limit_exceeded"
+	MissingVariable       = "missing_variable"
+	UndeclaredVariable    = "undeclared_variable"
+	Claimed               = "claimed"
+	LeaseHeld             = "lease_held"
+	PreconditionRequired  = "precondition_required"
+	QuotaExceeded         = "quota_exceeded"
+	Internal              = "internal"
+	Overloaded            = "overloaded"
+	SecretKeyRequired     = "secret_key_required"
+	StoreUnavailable      = "store_unavailable"
 )
 
 // Sorted is every code of Codes, sorted.

@@ -1,33 +1,25 @@
 package prompt
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/promptd/promptd/problem"
+)
 
 // Validation codes, stable across versions (they are the API's codes).
 const (
-	CodeInvalidConfig      = "invalid_config"
-	CodeInvalidField       = "invalid_field"
-	CodeInvalidID          = "invalid_id"
-	CodeUndeclaredVariable = "undeclared_variable"
-	CodeMissingVariable    = "missing_variable"
-	CodeInvalidVariable    = "invalid_variable"
+	CodeInvalidConfig      = problem.InvalidConfig
+	CodeInvalidField       = problem.InvalidField
+	CodeInvalidID          = problem.InvalidID
+	CodeUndeclaredVariable = problem.UndeclaredVariable
+	CodeMissingVariable    = problem.MissingVariable
+	CodeInvalidVariable    = problem.InvalidVariable
 )
 
 // InvalidError is bad input: Code says what kind, Field (a JSON path) or
-// Variable says where.
-type InvalidError struct {
-	Code     string
-	Field    string
-	Variable string
-	Detail   string
-}
-
-func (e *InvalidError) Error() string {
-	where := e.Field
-	if e.Variable != "" {
-		where = "variable " + e.Variable
-	}
-	return fmt.Sprintf("prompt: %s: %s: %s", e.Code, where, e.Detail)
-}
+// Variable says where. It is problem's type, the one validation error of
+// every domain package.
+type InvalidError = problem.InvalidError
 
 func invalid(code, field, format string, args ...any) *InvalidError {
 	return &InvalidError{Code: code, Field: field, Detail: fmt.Sprintf(format, args...)}

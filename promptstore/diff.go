@@ -33,14 +33,14 @@ func (s *Store) Diff(ctx context.Context, agent string, a, b int) (string, error
 	// Pretty-printing never shortens a config: refuse before it when the
 	// stored forms are already too large.
 	if int64(len(va.Config)+len(vb.Config)) > lim.DiffMaxBytes {
-		return "", &LimitError{Name: LimitDiffBytes, Limit: lim.DiffMaxBytes}
+		return "", limitError(LimitDiffBytes, lim.DiffMaxBytes)
 	}
 	pa, pb := Pretty(va.Config), Pretty(vb.Config)
 	if int64(len(pa)+len(pb)) > lim.DiffMaxBytes {
-		return "", &LimitError{Name: LimitDiffBytes, Limit: lim.DiffMaxBytes}
+		return "", limitError(LimitDiffBytes, lim.DiffMaxBytes)
 	}
 	if bytes.Count(pa, []byte{'\n'})+bytes.Count(pb, []byte{'\n'})+2 > lim.DiffMaxLines {
-		return "", &LimitError{Name: LimitDiffLines, Limit: int64(lim.DiffMaxLines)}
+		return "", limitError(LimitDiffLines, int64(lim.DiffMaxLines))
 	}
 	s.o.Metrics.cache("diff", "miss")
 	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{

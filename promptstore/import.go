@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/problem"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -78,6 +79,14 @@ type ImportRejected struct {
 
 func (e *ImportRejected) Error() string {
 	return fmt.Sprintf("promptstore: import rejected: %d conflict, %d invalid", e.Result.Summary.Conflict, e.Result.Summary.Invalid)
+}
+
+// Problem is 409 import_rejected with every item's result.
+func (e *ImportRejected) Problem() *problem.Problem {
+	r := e.Result
+	return (&problem.Problem{Code: problem.ImportRejected, Detail: fmt.Sprintf(
+		"all_or_nothing: %d conflict and %d invalid items; nothing was written", r.Summary.Conflict, r.Summary.Invalid)}).
+		With("batch_fingerprint", r.BatchFingerprint).With("results", r.Results).With("summary", r.Summary)
 }
 
 // Fingerprint is the hash of the canonical {mode, items} of an import.

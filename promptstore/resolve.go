@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/promptd/promptd/ident"
 	"github.com/promptd/promptd/prompt"
@@ -71,18 +69,8 @@ func ValidateRequest(req Request) error {
 }
 
 // ValidateOpaque checks an opaque identifier (user_id, holder): 1..256
-// bytes of printable UTF-8.
-func ValidateOpaque(field, s string) error {
-	if s == "" || len(s) > 256 || !utf8.ValidString(s) {
-		return &InvalidError{Code: CodeInvalidID, Field: field, Detail: "must be 1..256 bytes of printable UTF-8"}
-	}
-	for _, r := range s {
-		if !unicode.IsPrint(r) && r != ' ' {
-			return &InvalidError{Code: CodeInvalidID, Field: field, Detail: "control or non-printable characters are not allowed"}
-		}
-	}
-	return nil
-}
+// bytes of printable UTF-8 (ident.CheckOpaque).
+func ValidateOpaque(field, s string) error { return ident.CheckOpaque(field, s) }
 
 // Resolve is the env pointer resolver: the pointer's version.
 func (s *Store) Resolve(ctx context.Context, req Request) (Resolution, error) {
@@ -157,7 +145,7 @@ func (s *Store) Assemble(ctx context.Context, r Resolver, h History, in Assemble
 	size := cfg.FixedSize(vars)
 	limit := s.o.Limits.AssembleMaxBytes
 	if size > limit {
-		return nil, &LimitError{Name: LimitAssembledBytes, Limit: limit}
+		return nil, limitError(LimitAssembledBytes, limit)
 	}
 	var turns []prompt.Message
 	if in.History && in.SessionID != "" && h != nil && size < limit {

@@ -139,29 +139,11 @@ func (s *Store) sqlCtx(ctx context.Context) (context.Context, context.CancelFunc
 	return context.WithTimeout(ctx, s.o.SQLTimeout)
 }
 
-// StoreErr maps an infrastructure error that reached a domain boundary: an
-// unreachable or stalled database (a SQL deadline passed) is
-// ErrUnavailable; driver errors are translated. The release and session
-// packages use it too.
-func StoreErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	return storeErr(sqlstore.Translate(err))
-}
+// StoreErr is sqlstore.Err: an infrastructure error that reached a domain
+// boundary, translated (a stalled database is ErrUnavailable).
+func StoreErr(err error) error { return sqlstore.Err(err) }
 
-func storeErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, ErrUnavailable) {
-		return err
-	}
-	if errors.Is(err, sqlstore.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
-		return errors.Join(ErrUnavailable, err)
-	}
-	return err
-}
+func storeErr(err error) error { return sqlstore.Err(err) }
 
 // Lock kinds of the prompt store (locks.Keys.Key).
 const (

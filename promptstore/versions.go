@@ -72,22 +72,11 @@ func prepare(in CreateVersionInput) (*prepared, error) {
 	return &prepared{in: in, parsed: parsed, canon: canon, hash: ContentHash(canon)}, nil
 }
 
-// CheckID validates an identifier (the HTTP contract's (api/openapi.yaml) rule) as a bad-input error
-// naming field.
-func CheckID(field, v string) error {
-	if err := ident.Validate(field, v); err != nil {
-		return invalidID(err)
-	}
-	return nil
-}
+// CheckID validates an identifier (the HTTP contract's (api/openapi.yaml)
+// rule) as a bad-input error naming field (ident.Check).
+func CheckID(field, v string) error { return ident.Check(field, v) }
 
-func invalidID(err error) error {
-	var ie *ident.InvalidError
-	if errors.As(err, &ie) {
-		return &InvalidError{Code: CodeInvalidID, Field: ie.Field, Detail: ie.Reason}
-	}
-	return err
-}
+func invalidID(err error) error { return ident.AsInvalid(err) }
 
 // CreateVersion creates version BaseVersion+1 of the agent. The database
 // checks the base: a conditional update of the agent's latest version (or

@@ -13,6 +13,7 @@ import (
 
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/ident"
+	"github.com/promptd/promptd/problem"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -95,6 +96,12 @@ type BundleTooLarge struct{ Limit int64 }
 
 func (e *BundleTooLarge) Error() string {
 	return fmt.Sprintf("release: the bundle is larger than %d bytes", e.Limit)
+}
+
+// Problem is 422 bundle_too_large with the limit.
+func (e *BundleTooLarge) Problem() *problem.Problem {
+	return (&problem.Problem{Code: problem.BundleTooLarge,
+		Detail: fmt.Sprintf("the bundle is larger than %d bytes; ask for fewer agents or envs", e.Limit)}).With("limit", e.Limit)
 }
 
 // Bundle reads a bundle in one transaction, REPEATABLE READ on MySQL (a

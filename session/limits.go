@@ -5,7 +5,6 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -14,7 +13,7 @@ import (
 // keeps counters (turns, size_bytes, state_keys) and the condition says
 // "counter + growth <= limit", so two concurrent writers cannot both pass
 // a limit, and a refused write changes nothing. A write over a limit is a
-// *promptstore.LimitError naming it.
+// *problem.LimitError naming it.
 const (
 	DefaultMaxSessionTurns = 10000
 	DefaultMaxSessionBytes = 32 << 20
@@ -67,7 +66,7 @@ func (g growth) over(row *sessionRow) error {
 	have := map[string]int64{"turns": row.Turns, "size_bytes": row.SizeBytes, "state_keys": row.StateKeys}
 	for _, c := range g.checks() {
 		if have[c.col]+c.delta > c.limit {
-			return &promptstore.LimitError{Name: c.name, Limit: c.limit}
+			return limitError(c.name, c.limit)
 		}
 	}
 	return nil

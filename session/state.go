@@ -9,7 +9,6 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -40,7 +39,7 @@ func (s *Service) State(ctx context.Context, id string, keys ...string) (map[str
 // answer takes about the session's state bytes (at most
 // Options.MaxSessionBytes) and no second copy. An answer that would
 // exceed MaxSessionBytes plus 64 bytes per entry anyway is a
-// *promptstore.LimitError (state_bytes); ask for fewer keys then.
+// *problem.LimitError (state_bytes); ask for fewer keys then.
 func (s *Service) StateJSON(ctx context.Context, id string, keys []string, dst []byte) ([]byte, error) {
 	bound := s.o.MaxSessionBytes + 64*s.o.MaxStateKeys
 	buf := bytes.NewBuffer(dst)
@@ -66,7 +65,7 @@ func (s *Service) StateJSON(ctx context.Context, id string, keys []string, dst [
 		buf.Write(strconv.AppendInt(buf.AvailableBuffer(), rev, 10))
 		buf.WriteByte('}')
 		if int64(buf.Len()-len(dst)) > bound {
-			return &promptstore.LimitError{Name: LimitStateBytes, Limit: bound}
+			return limitError(LimitStateBytes, bound)
 		}
 		return nil
 	})

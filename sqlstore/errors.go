@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
@@ -12,6 +13,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/promptd/promptd/problem"
 )
 
 // Sentinel errors returned (wrapped) by Translate; test with errors.Is.
@@ -21,7 +24,8 @@ var (
 	// lock wait timeout or deadlock, a read-only server during failover).
 	// The failed statement did not take effect; roll the transaction back
 	// and retry later.
-	ErrUnavailable = errors.New("sqlstore: database unavailable")
+	ErrUnavailable = problem.Unavailable("sqlstore: database unavailable", "sql",
+		"the database is unavailable; nothing was changed; retry later")
 	// ErrDuplicate: a unique or primary key rejected the row.
 	ErrDuplicate = errors.New("sqlstore: duplicate key")
 )
@@ -59,6 +63,20 @@ func Translate(err error) error {
 		return fmt.Errorf("%w: %w", ErrDuplicate, err)
 	case isUnavailable(err):
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
+}
+
+// Err maps an infrastructure error that reached a domain boundary:
+// driver errors are translated, and an unreachable or stalled database (a
+// SQL deadline passed) is ErrUnavailable. Domain errors pass unchanged.
+func Err(err error) error {
+	err = Translate(err)
+	if err == nil || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return errors.Join(ErrUnavailable, err)
 	}
 	return err
 }

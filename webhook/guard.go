@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/promptd/promptd/problem"
 )
 
 // MaxURLBytes is the longest webhook URL.
@@ -36,6 +38,11 @@ type URLError struct {
 }
 
 func (e *URLError) Error() string { return "webhook: url refused (" + e.Reason + "): " + e.Detail }
+
+// Problem is 422 invalid_url with the reason.
+func (e *URLError) Problem() *problem.Problem {
+	return (&problem.Problem{Code: problem.InvalidURL, Detail: e.Detail}).With("field", "url").With("reason", e.Reason)
+}
 
 // Resolver resolves host names; *net.Resolver is one. Tests inject their own.
 type Resolver interface {

@@ -21,7 +21,7 @@ import (
 	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/ident"
 	"github.com/promptd/promptd/locks"
-	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/problem"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -60,10 +60,11 @@ const ErrQueueFull = "queue_full"
 
 // Sentinel errors; test with errors.Is.
 var (
-	ErrNotFound         = errors.New("webhook: not found")
-	ErrDeliveryNotFound = errors.New("webhook: delivery not found")
+	ErrNotFound         = problem.New(problem.WebhookNotFound, "webhook: not found", "no such webhook")
+	ErrDeliveryNotFound = problem.New(problem.DeliveryNotFound, "webhook: delivery not found", "no such delivery of this webhook")
 	// ErrNoSecretKey: no PROMPTD_SECRET_KEY, so no secret can be stored.
-	ErrNoSecretKey = errors.New("webhook: no secret key configured (PROMPTD_SECRET_KEY)")
+	ErrNoSecretKey = problem.New(problem.SecretKeyRequired, "webhook: no secret key configured (PROMPTD_SECRET_KEY)",
+		"webhooks need PROMPTD_SECRET_KEY (32 bytes, base64) to store their secrets encrypted; nothing was changed")
 )
 
 // Options configure a Service.
@@ -189,7 +190,7 @@ type UpdateInput struct {
 }
 
 func invalid(field, format string, args ...any) error {
-	return &promptstore.InvalidError{Code: "invalid_field", Field: field, Detail: fmt.Sprintf(format, args...)}
+	return &problem.InvalidError{Code: problem.InvalidField, Field: field, Detail: fmt.Sprintf(format, args...)}
 }
 
 func validPattern(a string) bool {
@@ -276,7 +277,7 @@ func mustJSON(v any) string {
 
 // Create registers a webhook and returns it with its secret (shown this
 // once). Its URL is checked (*URLError), at most MaxWebhooks exist
-// (*promptstore.LimitError).
+// (*problem.LimitError).
 func (s *Service) Create(ctx context.Context, in CreateInput, then ...sqlstore.Then[*WithSecret]) (*WithSecret, error) {
 	if s.o.Cipher == nil {
 		return nil, ErrNoSecretKey
@@ -307,7 +308,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput, then ...sqlstore.T
 			return nil, err
 		}
 		if n >= int64(s.o.MaxWebhooks) {
-			return nil, &promptstore.LimitError{Name: "webhooks", Limit: int64(s.o.MaxWebhooks)}
+			return nil, &problem.LimitError{Name: "webhooks", Limit: int64(s.o.MaxWebhooks)}
 		}
 		head, err := audit.Head(ctx, tx)
 		if err != nil {
@@ -401,7 +402,7 @@ func parseCursor(c string) (int64, string, bool) {
 	return at, id, true
 }
 
-// Update changes a webhook at in.ExpectedRevision (*promptstore.RevisionConflict
+// Update changes a webhook at in.ExpectedRevision (*problem.RevisionConflictError
 // otherwise). Enabling it again delivers the events from then on.
 func (s *Service) Update(ctx context.Context, id string, in UpdateInput) (*Webhook, error) {
 	if in.Actions != nil {
@@ -431,7 +432,7 @@ func (s *Service) Update(ctx context.Context, id string, in UpdateInput) (*Webho
 			return nil, err
 		}
 		if r.Revision != in.ExpectedRevision {
-			return nil, &promptstore.RevisionConflict{Expected: in.ExpectedRevision, Current: r.Revision}
+			return nil, &problem.RevisionConflictError{Expected: in.ExpectedRevision, Current: r.Revision}
 		}
 		if in.URL != nil {
 			r.URL = *in.URL
@@ -481,7 +482,7 @@ func (s *Service) conflict(tx *gorm.DB, id string, expected int64) error {
 	if err != nil {
 		return err
 	}
-	return &promptstore.RevisionConflict{Expected: expected, Current: r.Revision}
+	return &problem.RevisionConflictError{Expected: expected, Current: r.Revision}
 }
 
 // Delete removes a webhook and its deliveries.
@@ -515,7 +516,7 @@ func (s *Service) RotateSecret(ctx context.Context, id string, expected int64, t
 			return nil, err
 		}
 		if r.Revision != expected {
-			return nil, &promptstore.RevisionConflict{Expected: expected, Current: r.Revision}
+			return nil, &problem.RevisionConflictError{Expected: expected, Current: r.Revision}
 		}
 		r.OldSecret, r.OldSecretUntilMs = r.Secret, now.Add(RotationOverlap).UnixMilli()
 		r.Secret = s.o.Cipher.seal(secret, id)

@@ -18,7 +18,7 @@ import (
 	"github.com/promptd/promptd"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/internal/harness/testenv"
-	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/problem"
 	"github.com/promptd/promptd/sqlstore"
 	"github.com/promptd/promptd/webhook"
 	"github.com/promptd/promptd/webhook/webhooktest"
@@ -176,7 +176,7 @@ func TestCreate_pastTheLimits_isRefused(t *testing.T) {
 		}
 	}
 	_, err := rt.Webhooks.Create(ctx, webhook.CreateInput{URL: "http://127.0.0.1:9/x", Actions: []string{"*"}})
-	var le *promptstore.LimitError
+	var le *problem.LimitError
 	if !errors.As(err, &le) || le.Limit != 2 {
 		t.Fatalf("third create: %v; want a LimitError of 2", err)
 	}
@@ -235,7 +235,7 @@ func TestCreate_concurrentlyOnTwoInstances_neverPassesTheLimit(t *testing.T) {
 	for i := range 20 {
 		wg.Go(func() {
 			_, err := rts[i%2].Webhooks.Create(ctx, webhook.CreateInput{URL: fmt.Sprintf("http://127.0.0.1:9/%d", i), Actions: []string{"x.y"}})
-			var le *promptstore.LimitError
+			var le *problem.LimitError
 			switch {
 			case err == nil:
 				created.Add(1)

@@ -12,6 +12,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/promptd/promptd/problem"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -19,9 +20,11 @@ import (
 var (
 	// ErrInProgress: a request with the same key is being handled by this
 	// process right now.
-	ErrInProgress = errors.New("idempotency: a request with this key is in progress")
+	ErrInProgress = problem.New(problem.IdempotencyBusy, "idempotency: a request with this key is in progress",
+		"a request with this Idempotency-Key is still in progress; retry shortly")
 	// ErrKeyReused: the key was used before with another request body.
-	ErrKeyReused = errors.New("idempotency: key reused with another request body")
+	ErrKeyReused = problem.New(problem.IdempotencyReused, "idempotency: key reused with another request body",
+		"this Idempotency-Key was used with another request body").With("field", "Idempotency-Key")
 	// ErrExists: Insert found a live record for the key (another request
 	// with the key won the race). Roll back and Lookup.
 	ErrExists = errors.New("idempotency: an outcome is already stored for this key")

@@ -158,7 +158,7 @@ func TestImports_anUpwardImport_isReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Join(violations(graph(t, overlay)), "\n")
-	for _, want := range []string{`"release/guard" (layer 0) imports "locks" (layer 1): an upward import`,
+	for _, want := range []string{`"release/guard" (layer 1) imports "locks" (layer 2): an upward import`,
 		`"board" imports ` + HTTPFramework} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the control's violation %q was not reported; got:\n%s", want, got)

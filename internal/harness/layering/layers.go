@@ -5,30 +5,34 @@ const Module = "github.com/promptd/promptd"
 
 // Layers are the module's shipped packages, from the ground up: a package
 // may import packages of lower layers only (and the pairs of Sideways).
-// The order is the one of the design: pure leaves, then the stores and
-// logs everything writes through, the prompt model, the prompt store,
-// the domain packages, the embeddable runtime, the transport, commands.
+// The order is the one of the design: the error vocabulary, pure leaves,
+// then the stores and logs everything writes through, the prompt model,
+// the prompt store, the domain packages, the embeddable runtime, the
+// transport, commands.
 var Layers = [][]string{
-	// 0: leaves; they import nothing of promptd.
+	// 0: the error vocabulary (codes, statuses, the shared error types);
+	// it imports only the standard library.
+	{"problem"},
+	// 1: leaves; they import nothing of promptd but the vocabulary.
 	{"ident", "telemetry", "console", "sqlstore", "internal/jsonin", "internal/buildinfo", "internal/slowloris", "release/guard"},
-	// 1: canonical JSON, leases and the audit log.
+	// 2: canonical JSON, leases and the audit log.
 	{"internal/canonjson", "locks", "audit"},
-	// 2: the pure prompt model and the change feed.
+	// 3: the pure prompt model and the change feed.
 	{"prompt", "events"},
-	// 3: the prompt store and the bundle's wire form.
+	// 4: the prompt store and the bundle's wire form.
 	{"promptstore", "bundle"},
-	// 4: the domain packages.
+	// 5: the domain packages.
 	{"access", "board", "leases", "release", "session", "webhook", "api/idempotency"},
-	// 5: exposures and outcomes (they check releases).
-	{"exposure", "problem"},
-	// 6: gated writes and change requests (every caller's).
+	// 6: exposures and outcomes (they check releases).
+	{"exposure"},
+	// 7: gated writes and change requests (every caller's).
 	{"changes"},
-	// 7: the application layer: the embeddable runtime, and the Go client
+	// 8: the application layer: the embeddable runtime, and the Go client
 	// (it reads bundles; it must never reach a store).
 	{"", "api/client"},
-	// 8: the transport.
+	// 9: the transport.
 	{"api"},
-	// 9: commands and examples.
+	// 10: commands and examples.
 	{"cmd/promptd", "cmd/promptctl", "cmd/promptbench", "examples/runtime"},
 }
 
