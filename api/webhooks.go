@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 
@@ -139,9 +138,6 @@ func (s *Server) handleListWebhooks(c echo.Context) error {
 		return err
 	}
 	ws, next, err := hs.List(c.Request().Context(), page.Cursor, page.Limit)
-	if errors.Is(err, webhook.ErrBadCursor) {
-		return invalidField("cursor", "cursor must be the next value of a previous page")
-	}
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -358,7 +357,8 @@ func (s *Service) Get(ctx context.Context, id string) (*Webhook, error) {
 }
 
 // ErrBadCursor: a list cursor that no page returned.
-var ErrBadCursor = errors.New("webhook: the cursor is not one a page returned")
+var ErrBadCursor = problem.New(problem.InvalidField, "webhook: the cursor is not one a page returned",
+	"cursor must be the next value of a previous page").With("field", "cursor")
 
 // List returns up to limit webhooks newest first, after cursor ("": from
 // the newest), and the cursor of the next page ("" at the end). The
