@@ -111,6 +111,10 @@ type Options struct {
 	Idempotency idempotency.Options
 	// Jobs configures the scheduled jobs of Run.
 	Jobs JobOptions
+	// LeaseMaxPerOwner bounds the live generic leases of one owner (a
+	// token), counted in Redis across instances when Redis is set
+	// (PROMPTD_LEASE_MAX_PER_TOKEN); zero means leases.DefaultMaxPerOwner.
+	LeaseMaxPerOwner int
 }
 
 // Runtime is promptd's domain services over one database. Safe for
@@ -248,6 +252,10 @@ func New(db *gorm.DB, o Options) *Runtime {
 		ao.Logger = o.Logger
 	}
 	tokens := access.New(ao)
+	var ledger leases.Ledger // nil: counted in this process
+	if o.Redis != nil {
+		ledger = leases.NewRedisLedger(o.Redis, o.Keys, o.RedisTimeout)
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -261,7 +269,7 @@ func New(db *gorm.DB, o Options) *Runtime {
 		wg.Wait()
 	}()
 	return &Runtime{Prompts: store, Releases: releases, Sessions: sessions, Events: batcher, Boards: board.New(bo),
-		Leases:   leases.New(leases.Options{Locker: o.Locker, Keys: o.Keys, Events: batcher}),
+		Leases:   leases.New(leases.Options{Locker: o.Locker, Keys: o.Keys, Events: batcher, Ledger: ledger, MaxPerOwner: o.LeaseMaxPerOwner}),
 		Resolver: session.Resolver{S: sessions, Next: arm}, Bus: bus, Feed: feed, Webhooks: hooks, Exposures: exposures, Access: tokens,
 		Idempotency: idempotency.New(db, o.Idempotency),
 		Changes:     changes.New(changes.Options{Access: tokens, Prompts: store, Releases: releases}),
@@ -284,6 +292,12 @@ func Open(ctx context.Context, cfg sqlstore.Config, o Options) (*Runtime, error)
 	r := New(db, o)
 	r.ownsDB = true
 	return r, nil
+}
+
+// Audit lists the audit events f selects, newest first, with the number
+// that match (GET /v1/audit).
+func (r *Runtime) Audit(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) {
+	return audit.List(ctx, r.db, f)
 }
 
 // Prompt resolves the version req gets and returns it with its config (the

@@ -29,7 +29,7 @@ func (s *Server) handleListAgents(c echo.Context) error {
 	}
 	t := tokenOf(c)
 	page.Agents = listScope(t).Names(access.KindAgent)
-	as, next, err := s.cfg.Prompts.ListAgents(c.Request().Context(), page)
+	as, next, err := s.rt.Prompts.ListAgents(c.Request().Context(), page)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,6 @@ import (
 	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/exposure"
 	"github.com/promptd/promptd/internal/harness/testenv"
-	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
@@ -95,21 +94,8 @@ func newAppWith(t *testing.T, db *gorm.DB, o promptstore.Options, mod ...func(*a
 	cfg := api.Config{
 		Logger:     logger,
 		Registerer: reg, Gatherer: reg,
-		Tokens:      testTokens,
-		Prompts:     rt.Prompts,
-		Resolver:    rt.Resolver,
-		History:     rt.Sessions,
-		Releases:    rt.Releases,
-		Sessions:    rt.Sessions,
-		Boards:      rt.Boards,
-		Events:      rt.Events,
-		Leases:      leases.New(leases.Options{Locker: locker, Keys: keys, Events: rt.Events}),
-		Idempotency: idempotency.New(db, idempotency.Options{}),
-		Audit:       func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) { return audit.List(ctx, db, f) },
-		Feed:        rt.Feed,
-		Exposures:   rt.Exposures,
-		Access:      rt.Access,
-		Webhooks:    rt.Webhooks,
+		Tokens:  testTokens,
+		Runtime: rt,
 	}
 	for _, m := range mod {
 		m(&cfg)

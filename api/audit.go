@@ -67,7 +67,7 @@ func (s *Server) handleAudit(c echo.Context) error {
 	default:
 		return invalidField("order", "order is asc (oldest first, the default) or desc (newest first)")
 	}
-	events, next, err := s.cfg.Audit(c.Request().Context(), f)
+	events, next, err := s.rt.Audit(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}

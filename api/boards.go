@@ -80,11 +80,8 @@ func boardBody(b *board.Board) boardResponse {
 
 // boardTarget is the prelude of every /v1/boards/{board} handler.
 func (s *Server) boardTarget(c echo.Context) (*board.Service, string, error) {
-	if s.cfg.Boards == nil {
-		return nil, "", errNoService
-	}
 	name, err := pathID(c, "board")
-	return s.cfg.Boards, name, err
+	return s.rt.Boards, name, err
 }
 
 // recordTarget adds the record id.

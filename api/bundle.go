@@ -23,10 +23,8 @@ const DefaultBundleMaxBytes = 32 << 20
 // that read the small rows only. Vary: Authorization, since what a token
 // sees depends on its scope.
 func (s *Server) handleBundle(c echo.Context) error {
-	rs, err := s.releases()
-	if err != nil {
-		return err
-	}
+	rs := s.rt.Releases
+	var err error
 	q := release.BundleQuery{MaxConfigBytes: s.cfg.BundleMaxBytes}
 	if q.Agents, err = nameList(c, "agents"); err != nil {
 		return err

@@ -39,10 +39,7 @@ func changeRequestBody(cr *access.ChangeRequest) changeRequestResponse {
 // byChangeRequest: the scope of a change request route is its request's
 // agent and env.
 var byChangeRequest = scopeNeed{kind: needLookup, of: func(s *Server, c echo.Context) (string, string, error) {
-	if s.cfg.Access == nil {
-		return "", "", errNoService
-	}
-	cr, err := s.cfg.Access.ChangeRequest(c.Request().Context(), c.Param("id"))
+	cr, err := s.rt.Access.ChangeRequest(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return "", "", err
 	}
@@ -50,10 +47,7 @@ var byChangeRequest = scopeNeed{kind: needLookup, of: func(s *Server, c echo.Con
 }}
 
 func (s *Server) changeRequestOf(c echo.Context) (*access.Service, string, error) {
-	as, err := s.tokens()
-	if err != nil {
-		return nil, "", err
-	}
+	as := s.rt.Access
 	id, err := param(c, "id")
 	if err != nil {
 		return nil, "", err
@@ -67,7 +61,7 @@ func (s *Server) handleApproveChangeRequest(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cr, err := s.cfg.Changes.Approve(c.Request().Context(), id, tokenOf(c))
+	cr, err := s.rt.Changes.Approve(c.Request().Context(), id, tokenOf(c))
 	if err != nil {
 		return err
 	}
@@ -115,10 +109,7 @@ func (s *Server) handleGetChangeRequest(c echo.Context) error {
 
 // handleListChangeRequests: GET /v1/change-requests?state=&agent=&env=.
 func (s *Server) handleListChangeRequests(c echo.Context) error {
-	as, err := s.tokens()
-	if err != nil {
-		return err
-	}
+	as := s.rt.Access
 	page, err := pageOf(c)
 	if err != nil {
 		return err

@@ -61,26 +61,20 @@ func (s *Server) tokenOfHash(r *http.Request, sum [sha256.Size]byte, secret stri
 	// A managed token this instance knows passes without the limiter's
 	// work (the hot path); over its budget of failures, an address gets
 	// no more: any other token is refused without a SQL lookup.
-	if s.cfg.Access != nil {
-		if t := s.cfg.Access.CachedHash(sum); t != nil {
-			return t, nil
-		}
+	if t := s.rt.Access.CachedHash(sum); t != nil {
+		return t, nil
 	}
 	if wait := s.authLimit.retryAfter(r); wait > 0 {
 		return nil, s.authLimit.errLimited(wait)
-	}
-	if s.cfg.Access == nil {
-		s.authLimit.failed(r)
-		return nil, errUnauthorized()
 	}
 	var (
 		t   *access.Token
 		err error
 	)
 	if secret != "" {
-		t, err = s.cfg.Access.Authenticate(r.Context(), secret)
+		t, err = s.rt.Access.Authenticate(r.Context(), secret)
 	} else {
-		t, err = s.cfg.Access.AuthenticateHash(r.Context(), sum)
+		t, err = s.rt.Access.AuthenticateHash(r.Context(), sum)
 	}
 	switch {
 	case errors.Is(err, access.ErrUnknown):
@@ -97,17 +91,17 @@ func (s *Server) tokenOfHash(r *http.Request, sum [sha256.Size]byte, secret stri
 // an unsafe method, 403 csrf_failed without the session's CSRF token.
 func (s *Server) consoleSession(r *http.Request) (*access.Token, *access.ConsoleSession, error) {
 	ck, err := r.Cookie(sessionCookie)
-	if err != nil || s.console == nil || s.cfg.Access == nil {
+	if err != nil || s.console == nil {
 		return nil, nil, errUnauthorized()
 	}
 	// As for tokens: a session this instance knows passes first; a
 	// failing address's other cookies are not looked up in SQL.
-	cs := s.cfg.Access.CachedSession(ck.Value)
+	cs := s.rt.Access.CachedSession(ck.Value)
 	if cs == nil {
 		if wait := s.authLimit.retryAfter(r); wait > 0 {
 			return nil, nil, s.authLimit.errLimited(wait)
 		}
-		cs, err = s.cfg.Access.Session(r.Context(), ck.Value)
+		cs, err = s.rt.Access.Session(r.Context(), ck.Value)
 	}
 	switch {
 	case errors.Is(err, access.ErrNoSession):
@@ -198,9 +192,6 @@ func (s *Server) handleConsoleLogin(c echo.Context) error {
 	if err := decode(c, &in); err != nil {
 		return err
 	}
-	if s.cfg.Access == nil {
-		return errNoService
-	}
 	secret := strings.TrimSpace(in.Token)
 	sum := sha256.Sum256([]byte(secret))
 	t, err := s.tokenOfHash(r, sum, secret)
@@ -212,14 +203,14 @@ func (s *Server) handleConsoleLogin(c echo.Context) error {
 		until = *t.ExpiresAt
 	}
 	ctx := audit.WithActor(r.Context(), t.Name) // console.login's actor
-	id, _, err := s.cfg.Access.CreateSession(ctx, sum, s.consoleTTL(), until)
+	id, _, err := s.rt.Access.CreateSession(ctx, sum, s.consoleTTL(), until)
 	if err != nil {
 		return err
 	}
 	if old, err := r.Cookie(sessionCookie); err == nil {
 		// The browser's previous session is replaced: it ends, so its id
 		// is worth nothing to whoever else may hold it.
-		if err := s.cfg.Access.EndSession(ctx, old.Value); err != nil {
+		if err := s.rt.Access.EndSession(ctx, old.Value); err != nil {
 			s.log.WarnContext(r.Context(), "ending the replaced console session failed; it expires by itself", "err", err)
 		}
 	}
@@ -274,8 +265,8 @@ func (s *Server) handleConsoleLogout(c echo.Context) error {
 	}
 	r := c.Request()
 	ck, err := r.Cookie(sessionCookie)
-	if err == nil && s.cfg.Access != nil {
-		cs, err := s.cfg.Access.Session(r.Context(), ck.Value)
+	if err == nil {
+		cs, err := s.rt.Access.Session(r.Context(), ck.Value)
 		switch {
 		case err == nil:
 			if !tokenEqual(r.Header.Get(headerCSRF), cs.CSRF) {
@@ -285,7 +276,7 @@ func (s *Server) handleConsoleLogout(c echo.Context) error {
 			if t, err := s.tokenOfHash(r, cs.TokenHash, ""); err == nil {
 				actor = t.Name
 			}
-			if err := s.cfg.Access.EndSession(audit.WithActor(r.Context(), actor), ck.Value); err != nil {
+			if err := s.rt.Access.EndSession(audit.WithActor(r.Context(), actor), ck.Value); err != nil {
 				return err
 			}
 		case !errors.Is(err, access.ErrNoSession):

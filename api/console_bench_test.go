@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,11 +20,8 @@ import (
 	"github.com/promptd/promptd"
 	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/api"
-	"github.com/promptd/promptd/api/idempotency"
-	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/console"
 	"github.com/promptd/promptd/internal/harness/testenv"
-	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/webhook"
 )
@@ -197,12 +193,7 @@ func newBenchServer(t *testing.T, db *gorm.DB) *benchServer {
 	t.Cleanup(func() { _ = rt.Close() })
 	reg := prometheus.NewRegistry()
 	srv, _, _ := newServer(t, api.Config{
-		Registerer: reg, Gatherer: reg, Tokens: testTokens, Prompts: rt.Prompts, Resolver: rt.Resolver, History: rt.Sessions,
-		Releases: rt.Releases, Sessions: rt.Sessions, Boards: rt.Boards, Events: rt.Events,
-		Leases:      leases.New(leases.Options{Locker: locker, Events: rt.Events}),
-		Idempotency: idempotency.New(db, idempotency.Options{}),
-		Audit:       func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) { return audit.List(ctx, db, f) },
-		Feed:        rt.Feed, Exposures: rt.Exposures, Access: rt.Access, Webhooks: rt.Webhooks, Console: console.Assets(),
+		Registerer: reg, Gatherer: reg, Tokens: testTokens, Runtime: rt, Console: console.Assets(),
 	})
 	b := &benchServer{t: t, db: db, took: map[string]time.Duration{}, client: &http.Client{Timeout: time.Minute}}
 	h := srv.Handler()

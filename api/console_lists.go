@@ -20,7 +20,7 @@ func (s *Server) handleEnvHistory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	moves, next, err := s.cfg.Prompts.EnvHistory(c.Request().Context(), agent, env, page)
+	moves, next, err := s.rt.Prompts.EnvHistory(c.Request().Context(), agent, env, page)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/promptd/promptd/release/guard"
+	"github.com/promptd/promptd/wire"
 )
 
 // requestTypes are the types request bodies (or members of them) are
@@ -54,7 +55,7 @@ var requestTypes = map[string]reflect.Type{
 	"rotateSecretRequest":  reflect.TypeFor[rotateSecretRequest](),
 	"stepRequest":          reflect.TypeFor[stepRequest](),
 	"transitionRequest":    reflect.TypeFor[transitionRequest](),
-	"turnRequest":          reflect.TypeFor[turnRequest](),
+	"wire.TurnInput":       reflect.TypeFor[wire.TurnInput](),
 }
 
 // decodedTypes finds, in the package's source, the type of every variable

@@ -38,9 +38,6 @@ type envRollbackResponse struct {
 // rolled away from is revoked in the env. 200 with the env, the release
 // rolled back (or null) and the versions.
 func (s *Server) handleEnvRollback(c echo.Context) error {
-	if _, err := s.releases(); err != nil {
-		return err
-	}
 	agent, env, err := envPath(c)
 	if err != nil {
 		return err
@@ -58,7 +55,7 @@ func (s *Server) handleEnvRollback(c echo.Context) error {
 	if req.ToVersion != nil {
 		in.ToVersion = *req.ToVersion
 	}
-	out, cr, err := s.cfg.Changes.RollbackEnv(ctx, s.caller(c, req), in)
+	out, cr, err := s.rt.Changes.RollbackEnv(ctx, s.caller(c, req), in)
 	if done, err := s.settled(c, cr, err, viaHeader); done {
 		return err
 	}

@@ -60,10 +60,7 @@ func (s *Server) activeRelease(ctx context.Context, e *promptstore.Env) (*releas
 	if e.ActiveReleaseID == "" {
 		return nil, nil
 	}
-	if s.cfg.Releases == nil {
-		return nil, errNoService
-	}
-	return s.cfg.Releases.ActiveFor(ctx, e.ActiveReleaseID)
+	return s.rt.Releases.ActiveFor(ctx, e.ActiveReleaseID)
 }
 
 // sendEnv answers with an env, its active release and its ETag, the
@@ -102,7 +99,7 @@ func (s *Server) handleGetEnv(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	e, err := s.cfg.Prompts.GetEnv(ctx, agent, env)
+	e, err := s.rt.Prompts.GetEnv(ctx, agent, env)
 	if err != nil {
 
 		if errors.Is(err, promptstore.ErrNoPointer) && !errors.Is(err, promptstore.ErrAgentNotFound) {
@@ -156,7 +153,7 @@ func (s *Server) handlePutEnv(c echo.Context) error {
 		return err
 	}
 	in := promptstore.SwitchInput{Agent: agent, Env: env, Version: *req.Version, ExpectedRevision: expected, Reason: req.Reason}
-	e, cr, err := s.cfg.Changes.SwitchPointer(c.Request().Context(), s.caller(c, req), in)
+	e, cr, err := s.rt.Changes.SwitchPointer(c.Request().Context(), s.caller(c, req), in)
 	if done, err := s.settled(c, cr, err, viaHeader); done {
 		return err
 	}

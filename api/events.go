@@ -197,7 +197,7 @@ func validActionPattern(a string) bool {
 // only; the oldest kept position for 0; an expired position is
 // 410 cursor_expired.
 func (s *Server) feedStart(ctx context.Context, q feedQuery) (int64, error) {
-	f := s.cfg.Feed
+	f := s.rt.Feed
 	if q.fresh {
 		return f.Position(ctx)
 	}
@@ -218,9 +218,6 @@ func (s *Server) feedStart(ctx context.Context, q feedQuery) (int64, error) {
 
 // handleEvents: GET /v1/events, as Server-Sent Events or a JSON long-poll.
 func (s *Server) handleEvents(c echo.Context) error {
-	if s.cfg.Feed == nil {
-		return errors.New("api: no change feed configured")
-	}
 	sse := strings.Contains(c.Request().Header.Get("Accept"), "text/event-stream")
 	return s.serveFeed(c, sse, nil)
 }
@@ -228,9 +225,6 @@ func (s *Server) handleEvents(c echo.Context) error {
 // handleBoardChanges: GET /v1/boards/{board}/changes, the board's events
 // (as /v1/events?board=).
 func (s *Server) handleBoardChanges(c echo.Context) error {
-	if s.cfg.Feed == nil {
-		return errors.New("api: no change feed configured")
-	}
 	board := c.Param("board")
 	if err := ident.Validate("board", board); err != nil {
 		return err
@@ -286,16 +280,16 @@ func (s *Server) serveFeed(c echo.Context, sse bool, adjust func(*feedQuery)) er
 // answer, and next still advances.
 func (s *Server) scan(ctx context.Context, q feedQuery, after int64, limit int) (out []audit.Stamped, next int64, more bool, err error) {
 	budget := s.cfg.FeedScanMax
-	read := s.cfg.Feed.Read
+	read := s.rt.Feed.Read
 	if b := q.filter.Board; b != "" { // a board's feed reads only its events
 		read = func(ctx context.Context, after int64, limit int) ([]audit.Stamped, int64, error) {
-			return s.cfg.Feed.ReadBoard(ctx, b, after, limit)
+			return s.rt.Feed.ReadBoard(ctx, b, after, limit)
 		}
 	}
 	if sc := listScope(q.token); sc != nil { // a scoped reader reads only its events: the others use no budget
 		scope := audit.Scope{Agents: sc.Names(access.KindAgent), Envs: sc.Names(access.KindEnv), Boards: sc.Names(access.KindBoard)}
 		read = func(ctx context.Context, after int64, limit int) ([]audit.Stamped, int64, error) {
-			return s.cfg.Feed.ReadScoped(ctx, scope, q.filter.Board, after, limit)
+			return s.rt.Feed.ReadScoped(ctx, scope, q.filter.Board, after, limit)
 		}
 	}
 	for {
@@ -342,7 +336,7 @@ func (s *Server) pollFeed(c echo.Context, ctx context.Context, q feedQuery, afte
 			return s.send(c, http.StatusOK, feedPage{Items: items, Next: strconv.FormatInt(after, 10)})
 		}
 		wctx, cancel := context.WithDeadline(ctx, deadline)
-		s.cfg.Feed.Wait(wctx, after)
+		s.rt.Feed.Wait(wctx, after)
 		cancel()
 		if ctx.Err() != nil {
 			if c.Request().Context().Err() != nil {
@@ -434,7 +428,7 @@ func (s *Server) streamFeed(c echo.Context, ctx context.Context, q feedQuery, af
 			continue
 		}
 		wctx, cancel := context.WithDeadline(ctx, progress)
-		moved := s.cfg.Feed.Wait(wctx, after)
+		moved := s.rt.Feed.Wait(wctx, after)
 		cancel()
 		if ctx.Err() != nil {
 			return nil

@@ -11,15 +11,19 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/promptd/promptd"
 	"github.com/promptd/promptd/api"
-	"github.com/promptd/promptd/api/idempotency"
-	"github.com/promptd/promptd/audit"
-	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/sqlstore"
 )
 
 func Example() {
+	dir, _ := os.MkdirTemp("", "api-example")
+	defer os.RemoveAll(dir)
+	rt, _ := promptd.Open(context.Background(), sqlstore.Config{SQLitePath: filepath.Join(dir, "promptd.db")},
+		promptd.Options{Logger: slog.New(slog.DiscardHandler)})
+	defer rt.Close()
 	s := api.New(api.Config{
+		Runtime: rt, // the application the /v1 routes serve
 		Checks: api.Checks{
 			SQL:   func(context.Context) error { return nil }, // say, db.PingContext
 			Redis: nil,                                        // no Redis configured
@@ -37,23 +41,18 @@ func Example() {
 	// 404 application/problem+json {"code":"not_found","detail":"no such route","status":404,"title":"Not found","type":"urn:promptd:problem:not_found"}
 }
 
-// The /v1 routes over a prompt store: an admin token publishes, a runtime
+// The /v1 routes over a runtime: an admin token publishes, a runtime
 // token resolves.
 func Example_publishAndResolve() {
-	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "api-example")
 	defer os.RemoveAll(dir)
-	db, _ := sqlstore.Open(ctx, sqlstore.Config{SQLitePath: filepath.Join(dir, "promptd.db")})
-	defer sqlstore.Close(db)
-	_ = sqlstore.Migrate(ctx, db, append(audit.Migrations(), append(promptstore.Migrations(), idempotency.Migrations()...)...)...)
-	store := promptstore.New(db, promptstore.Options{Instance: "example"})
-	defer store.Close()
+	rt, _ := promptd.Open(context.Background(), sqlstore.Config{SQLitePath: filepath.Join(dir, "promptd.db")},
+		promptd.Options{Instance: "example", Logger: slog.New(slog.DiscardHandler)})
+	defer rt.Close()
 
 	s := api.New(api.Config{
-		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Prompts:     store,
-		Idempotency: idempotency.New(db, idempotency.Options{}),
-		Audit:       func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) { return audit.List(ctx, db, f) },
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Runtime: rt,
 		Tokens: []api.Token{
 			{Name: "ops", Role: api.RoleAdmin, Secret: "admin-secret-0123456789"},
 			{Name: "agent", Role: api.RoleRuntime, Secret: "runtime-secret-0123456789"},

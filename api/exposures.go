@@ -13,24 +13,14 @@ import (
 )
 
 // exposures is the exposure service, or 500 internal when none is wired.
-func (s *Server) exposures() (*exposure.Service, error) {
-	if s.cfg.Exposures == nil {
-		return nil, errNoService
-	}
-	return s.cfg.Exposures, nil
-}
-
 // exposed counts a resolve or assemble answer this server gave (written
 // by the exposure service's next flush).
 func (s *Server) exposed(agent, env string, version int, tr *prompt.Trace) {
-	if s.cfg.Exposures == nil {
-		return
-	}
 	id, arm := "", ""
 	if tr != nil {
 		id, arm = tr.ID, tr.Arm
 	}
-	s.cfg.Exposures.Count(agent, env, version, id, arm)
+	s.rt.Exposures.Count(agent, env, version, id, arm)
 }
 
 // parseAt reads an item's RFC 3339 time.
@@ -79,10 +69,7 @@ func decodeItems(c echo.Context, each func(i int, raw []byte, prefix string) err
 // handleRecordExposures: POST /v1/exposures (runtime; Idempotency-Key
 // required, reserved in the write's transaction). 200 {"accepted": n}.
 func (s *Server) handleRecordExposures(c echo.Context) error {
-	xs, err := s.exposures()
-	if err != nil {
-		return err
-	}
+	xs := s.rt.Exposures
 	if idemOf(c) == nil {
 		return invalidField(headerIdempotencyKey, "POST /v1/exposures requires an Idempotency-Key")
 	}
@@ -133,10 +120,7 @@ func orNull(s string) *string {
 // (runtime): per-minute counts in [from, to), oldest first; default the
 // last hour, at most 7 days.
 func (s *Server) handleListExposures(c echo.Context) error {
-	xs, err := s.exposures()
-	if err != nil {
-		return err
-	}
+	xs := s.rt.Exposures
 	agent, env, err := envPath(c)
 	if err != nil {
 		return err
@@ -190,10 +174,7 @@ type outcomeItem struct {
 // given). 200 {"accepted": n, "duplicates": n}; one bad item rejects the
 // batch, naming its field.
 func (s *Server) handleRecordOutcomes(c echo.Context) error {
-	xs, err := s.exposures()
-	if err != nil {
-		return err
-	}
+	xs := s.rt.Exposures
 	var items []exposure.Outcome
 	if _, err := decodeItems(c, func(i int, raw []byte, p string) error {
 		var it outcomeItem

@@ -15,10 +15,8 @@ import (
 
 	"github.com/promptd/promptd"
 	"github.com/promptd/promptd/api"
-	"github.com/promptd/promptd/api/idempotency"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/internal/harness/testenv"
-	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/session"
@@ -75,10 +73,7 @@ func FuzzWriteEndpoints(f *testing.F) {
 	rt := promptd.New(db, promptd.Options{Instance: "fuzz", Logger: logger, Locker: locker, EventFlush: 50 * time.Millisecond})
 	f.Cleanup(func() { _ = rt.Close() })
 	store, sessions := rt.Prompts, rt.Sessions
-	h := api.New(api.Config{Logger: logger, Tokens: testTokens, Prompts: store, Resolver: rt.Resolver,
-		History: sessions, Releases: rt.Releases, Sessions: sessions, Events: rt.Events, Leases: leases.New(leases.Options{Locker: locker, Events: rt.Events}),
-		Idempotency: idempotency.New(db, idempotency.Options{}),
-		Audit:       func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) { return audit.List(ctx, db, f) }}).Handler()
+	h := api.New(api.Config{Logger: logger, Tokens: testTokens, Runtime: rt}).Handler()
 	ctx := audit.WithActor(context.Background(), "fuzz")
 	for i := 0; i < 2; i++ {
 		if _, err := store.CreateVersion(ctx, promptstore.CreateVersionInput{Agent: "a", BaseVersion: i,

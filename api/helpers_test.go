@@ -2,17 +2,21 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/promptd/promptd"
 	"github.com/promptd/promptd/api"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // syncBuffer is a log sink safe for concurrent writes.
@@ -41,7 +45,23 @@ func newServer(t *testing.T, cfg api.Config) (*api.Server, *prometheus.Registry,
 	reg := prometheus.NewRegistry()
 	cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.Registerer, cfg.Gatherer = reg, reg
+	if cfg.Runtime == nil {
+		cfg.Runtime = bareRuntime(t)
+	}
 	return api.New(cfg), reg, logs
+}
+
+// bareRuntime is a runtime over a fresh SQLite file, for the tests of the
+// server's own routes (health, metrics, errors).
+func bareRuntime(t testing.TB) *promptd.Runtime {
+	t.Helper()
+	rt, err := promptd.Open(context.Background(), sqlstore.Config{SQLitePath: filepath.Join(t.TempDir(), "promptd.db")},
+		promptd.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close() })
+	return rt
 }
 
 func do(t *testing.T, h http.Handler, req *http.Request) *httptest.ResponseRecorder {

@@ -85,7 +85,7 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		k := idempotency.NewKey(actorOf(c), r.Method, c.Path(), params, key, hash)
-		store := s.cfg.Idempotency
+		store := s.rt.Idempotency
 		end, err := store.Begin(k)
 		if err != nil {
 			return err
@@ -155,7 +155,7 @@ func recordAnswer[T any](s *Server, c echo.Context, status int, body func(T) any
 			return err
 		}
 		r := idempotency.Response{Status: status, ContentType: echo.MIMEApplicationJSON, Body: b}
-		if err := s.cfg.Idempotency.Insert(ctx, tx, st.key, r); err != nil {
+		if err := s.rt.Idempotency.Insert(ctx, tx, st.key, r); err != nil {
 			return err
 		}
 		st.stored = &r // the last run is the committed one: a write that fails does not answer with it

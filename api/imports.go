@@ -128,7 +128,7 @@ func (s *Server) handleImport(c echo.Context) error {
 			return err
 		}
 	}
-	res, err := s.cfg.Prompts.Import(c.Request().Context(), promptstore.ImportInput{Mode: req.Mode, Items: req.items},
+	res, err := s.rt.Prompts.Import(c.Request().Context(), promptstore.ImportInput{Mode: req.Mode, Items: req.items},
 		recordAnswer(s, c, http.StatusOK, importEntity))
 	if err != nil {
 		return err

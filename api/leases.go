@@ -53,7 +53,7 @@ func (s *Server) handleAcquireLeases(c echo.Context) error {
 	s.extendDeadlines(c, req.wait)
 	// The service validates the holder (and the rest again, for callers
 	// other than this handler).
-	l, err := s.cfg.Leases.Acquire(c.Request().Context(), leases.AcquireInput{
+	l, err := s.rt.Leases.Acquire(c.Request().Context(), leases.AcquireInput{
 		Resources: req.Resources, Holder: req.Holder, TTL: req.ttl, Wait: req.wait, Owner: actorOf(c)})
 	if err != nil {
 		return err
@@ -79,7 +79,7 @@ func (s *Server) handleRenewLeases(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	expires, err := s.cfg.Leases.Renew(c.Request().Context(), id, token, ttl)
+	expires, err := s.rt.Leases.Renew(c.Request().Context(), id, token, ttl)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (s *Server) handleReleaseLeases(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Leases.Release(c.Request().Context(), id, token); err != nil {
+	if err := s.rt.Leases.Release(c.Request().Context(), id, token); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

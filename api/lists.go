@@ -7,6 +7,7 @@ import (
 
 	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/session"
+	"github.com/promptd/promptd/wire"
 )
 
 // The lists of sessions and boards (issue 17): newest sessions first,
@@ -14,19 +15,9 @@ import (
 // query, before the page's limit (as GET /v1/agents), so its pages are
 // full; each item is checked again after it.
 
-// sessionSummary is a session in GET /v1/sessions: no metadata, turns or
-// state keys (GET /v1/sessions/{id} has them).
-type sessionSummary struct {
-	sessionCore
-	sessionCounts
-}
-
 // handleListSessions: GET /v1/sessions?agent=&env=&state=&limit=&cursor=
 // (runtime).
 func (s *Server) handleListSessions(c echo.Context) error {
-	if s.cfg.Sessions == nil {
-		return errNoService
-	}
 	page, err := pageOf(c)
 	if err != nil {
 		return err
@@ -43,17 +34,16 @@ func (s *Server) handleListSessions(c echo.Context) error {
 	if f.State == "" && c.QueryParams().Has("state") {
 		return invalidField("state", "state is open or closed")
 	}
-	sessions, next, err := s.cfg.Sessions.List(c.Request().Context(), f)
+	sessions, next, err := s.rt.Sessions.List(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}
-	out := list[sessionSummary]{Items: make([]sessionSummary, 0, len(sessions)), Next: cursor(next)}
+	out := list[wire.SessionSummary]{Items: make([]wire.SessionSummary, 0, len(sessions)), Next: cursor(next)}
 	for _, ss := range sessions {
 		if !visible(t, ss.Agent, ss.Env, "") {
 			continue
 		}
-		b := sessionBody(ss)
-		out.Items = append(out.Items, sessionSummary{b.sessionCore, b.sessionCounts})
+		out.Items = append(out.Items, sessionSummary(ss))
 	}
 	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
 	return s.send(c, http.StatusOK, out)
@@ -72,15 +62,12 @@ type boardSummary struct {
 
 // handleListBoards: GET /v1/boards?limit=&cursor= (runtime), by name.
 func (s *Server) handleListBoards(c echo.Context) error {
-	if s.cfg.Boards == nil {
-		return errNoService
-	}
 	page, err := pageOf(c)
 	if err != nil {
 		return err
 	}
 	t := tokenOf(c)
-	boards, next, err := s.cfg.Boards.ListBoards(c.Request().Context(), page.Limit, page.Cursor, listScope(t).Names(access.KindBoard))
+	boards, next, err := s.rt.Boards.ListBoards(c.Request().Context(), page.Limit, page.Cursor, listScope(t).Names(access.KindBoard))
 	if err != nil {
 		return err
 	}

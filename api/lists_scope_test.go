@@ -195,7 +195,7 @@ func TestLists_scopedFeed_longPollsFullPagesOfInScopeEventsAmongMany(t *testing.
 						done := make(chan struct{})
 						go func() { defer close(done); f.Run(ctx) }()
 						t.Cleanup(func() { cancel(); <-done })
-						c.Feed = f
+						c.Runtime.Feed = f // this test's runtime only
 					}
 				})
 				a.importAgents(scopeNames("aaa-%03d", scopedFill/2))

@@ -13,7 +13,7 @@ import (
 
 func scrape(t *testing.T, reg *prometheus.Registry) string {
 	t.Helper()
-	s := api.New(api.Config{Gatherer: reg})
+	s := api.New(api.Config{Gatherer: reg, Runtime: bareRuntime(t)})
 	rec := get(t, s.Handler(), "/metrics")
 	if rec.Code != 200 {
 		t.Fatalf("GET /metrics = %d", rec.Code)

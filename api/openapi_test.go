@@ -97,7 +97,7 @@ func TestOpenAPI_documentsExactlyTheRegisteredRoutes(t *testing.T) {
 			}
 		}
 	}
-	s := api.New(api.Config{})
+	s := api.New(api.Config{Runtime: bareRuntime(t)})
 	registered := map[string]bool{}
 	for _, r := range s.Echo().Routes() {
 		registered[r.Method+" "+pathParam.ReplaceAllString(strings.Replace(r.Path, "/*", "/{path}", 1), "{$1}")] = true // /ui/*: a path of several segments
@@ -139,7 +139,7 @@ func TestOpenAPI_problemCodes_areTheStatusTable(t *testing.T) {
 }
 
 func TestOpenAPI_isServedWithoutToken(t *testing.T) {
-	s := api.New(api.Config{})
+	s := api.New(api.Config{Runtime: bareRuntime(t)})
 	rec := get(t, s.Handler(), "/openapi.yaml")
 	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/yaml" ||
 		!bytes.Equal(rec.Body.Bytes(), api.OpenAPI()) || !strings.HasPrefix(rec.Body.String(), "openapi: 3.1") {

@@ -42,9 +42,6 @@ func (s *Server) resolveRequest(c echo.Context, userID, sessionID string) (promp
 		return promptstore.Request{}, err
 	}
 	req := promptstore.Request{Agent: agent, Env: env, UserID: userID, SessionID: sessionID}
-	if sessionID != "" && s.cfg.History == nil {
-		return req, Errorf(CodeSessionNotFound, "no session %s", sessionID)
-	}
 	return req, nil
 }
 
@@ -63,7 +60,7 @@ func (s *Server) handlePrompt(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	p, err := s.cfg.Prompts.ResolvePrompt(ctx, s.cfg.Resolver, req)
+	p, err := s.rt.Prompts.ResolvePrompt(ctx, s.rt.Resolver, req)
 	if err != nil {
 		return err
 	}
@@ -307,7 +304,7 @@ func (s *Server) handleAssemble(c echo.Context) error {
 		}
 	}
 	ctx := c.Request().Context()
-	a, err := s.cfg.Prompts.Assemble(ctx, s.cfg.Resolver, s.cfg.History, promptstore.AssembleInput{
+	a, err := s.rt.Prompts.Assemble(ctx, s.rt.Resolver, s.rt.Sessions, promptstore.AssembleInput{
 		Request: req, Variables: vars, History: body.History, MaxHistoryTurns: body.MaxHistoryTurns})
 	if err != nil {
 		return err

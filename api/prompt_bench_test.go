@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,8 +14,6 @@ import (
 
 	"github.com/promptd/promptd"
 	"github.com/promptd/promptd/api"
-	"github.com/promptd/promptd/api/idempotency"
-	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/internal/harness/testenv"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/sqlstore"
@@ -44,10 +41,7 @@ func benchResolveServer(b *testing.B) http.Handler {
 	rt := promptd.New(db, promptd.Options{Instance: "bench-1", Logger: logger, Prompts: promptstore.Options{Metrics: promptstore.NewMetrics(nil)}})
 	b.Cleanup(func() { _ = rt.Close() })
 	reg := prometheus.NewRegistry()
-	h := api.New(api.Config{Logger: logger, Registerer: reg, Gatherer: reg, Tokens: testTokens, Prompts: rt.Prompts,
-		Resolver: rt.Resolver, History: rt.Sessions, Releases: rt.Releases, Sessions: rt.Sessions, Events: rt.Events,
-		Idempotency: idempotency.New(db, idempotency.Options{}),
-		Audit:       func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) { return audit.List(ctx, db, f) }}).Handler()
+	h := api.New(api.Config{Logger: logger, Registerer: reg, Gatherer: reg, Tokens: testTokens, Runtime: rt}).Handler()
 	system := strings.Repeat("You are a careful support agent. ", 4096/33)
 	for _, r := range []*http.Request{
 		req("POST", "/v1/agents/support/versions", admin, `{"base_version": 0, "config": {"system": "`+system+`", "model": {"name": "m"}}}`),

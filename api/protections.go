@@ -28,10 +28,7 @@ type protectionResponse struct {
 
 // handlePutProtection: PUT /v1/protections/{env}: approvals 0 lifts it.
 func (s *Server) handlePutProtection(c echo.Context) error {
-	as, err := s.tokens()
-	if err != nil {
-		return err
-	}
+	as := s.rt.Access
 	env, err := param(c, "env")
 	if err != nil {
 		return err
@@ -50,10 +47,7 @@ func (s *Server) handlePutProtection(c echo.Context) error {
 // handleDeleteProtection: DELETE /v1/protections/{env} lifts it (PUT with
 // approvals 0); If-Match may name its revision.
 func (s *Server) handleDeleteProtection(c echo.Context) error {
-	as, err := s.tokens()
-	if err != nil {
-		return err
-	}
+	as := s.rt.Access
 	env, err := param(c, "env")
 	if err != nil {
 		return err
@@ -71,7 +65,7 @@ func (s *Server) handleDeleteProtection(c echo.Context) error {
 // in force: then it is approved under that protection.
 func (s *Server) setProtection(c echo.Context, as *access.Service, next access.Protection, req putProtectionRequest, expected *int64, viaHeader bool) error {
 	_ = as
-	p, cr, err := s.cfg.Changes.SetProtection(c.Request().Context(), s.caller(c, req), next, expected)
+	p, cr, err := s.rt.Changes.SetProtection(c.Request().Context(), s.caller(c, req), next, expected)
 	if done, err := s.settled(c, cr, err, viaHeader); done {
 		return err
 	}

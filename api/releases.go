@@ -123,20 +123,13 @@ func releaseBody(r *release.Release) releaseResponse {
 func releaseEntity(r *release.Release) any { return releaseBody(r) }
 
 // releases is the release service, or 500 internal when none is wired.
-func (s *Server) releases() (*release.Service, error) {
-	if s.cfg.Releases == nil {
-		return nil, errNoService
-	}
-	return s.cfg.Releases, nil
-}
-
 // sendRelease answers with a release and its revision as ETag (what
 // If-Match names on PATCH and the transitions), with its outcome
 // statistics and guard state (not on a create: none yet, and a replay
 // must answer the same body).
 func (s *Server) sendRelease(c echo.Context, status int, r *release.Release) error {
 	if status != http.StatusCreated {
-		if err := s.cfg.Releases.Describe(c.Request().Context(), r); err != nil {
+		if err := s.rt.Releases.Describe(c.Request().Context(), r); err != nil {
 			s.log.Warn("release statistics not read", "release", r.ID, "err", err)
 		}
 	}
@@ -214,9 +207,6 @@ func (r *createReleaseRequest) validate() error {
 // Idempotency-Key). 201 with the release. The baseline is the pointer's
 // version; expected_revision (or If-Match) is the pointer's revision.
 func (s *Server) handleCreateRelease(c echo.Context) error {
-	if _, err := s.releases(); err != nil {
-		return err
-	}
 	agent, env, err := envPath(c)
 	if err != nil {
 		return err
@@ -234,7 +224,7 @@ func (s *Server) handleCreateRelease(c echo.Context) error {
 		Overrides: req.Overrides.input(), Guard: req.guard}
 	// The change request shows the command: overrides hashed under the
 	// release id chosen for it.
-	rel, cr, err := s.cfg.Changes.CreateRelease(c.Request().Context(), s.caller(c, nil), in,
+	rel, cr, err := s.rt.Changes.CreateRelease(c.Request().Context(), s.caller(c, nil), in,
 		recordAnswer(s, c, http.StatusCreated, releaseEntity))
 	if done, err := s.settled(c, cr, err, viaHeader); done {
 		return err
@@ -244,10 +234,7 @@ func (s *Server) handleCreateRelease(c echo.Context) error {
 
 // handleGetRelease: GET /v1/releases/{id}, with its history.
 func (s *Server) handleGetRelease(c echo.Context) error {
-	rs, err := s.releases()
-	if err != nil {
-		return err
-	}
+	rs := s.rt.Releases
 	id, err := param(c, "id")
 	if err != nil {
 		return err
@@ -262,10 +249,7 @@ func (s *Server) handleGetRelease(c echo.Context) error {
 // handleListReleases: GET /v1/agents/{agent}/envs/{env}/releases, newest
 // first, without their histories.
 func (s *Server) handleListReleases(c echo.Context) error {
-	rs, err := s.releases()
-	if err != nil {
-		return err
-	}
+	rs := s.rt.Releases
 	agent, env, err := envPath(c)
 	if err != nil {
 		return err
@@ -336,9 +320,6 @@ func (r *patchReleaseRequest) action() release.Action {
 // The release's revision is required (expected_revision or If-Match: 428
 // precondition_required without).
 func (s *Server) handlePatchRelease(c echo.Context) error {
-	if _, err := s.releases(); err != nil {
-		return err
-	}
 	id, err := param(c, "id")
 	if err != nil {
 		return err
@@ -354,7 +335,7 @@ func (s *Server) handlePatchRelease(c echo.Context) error {
 	shown := gatedPatchShown{ReleaseID: id, Percent: req.percent, Reason: req.Reason, Overrides: req.Overrides.input().HashedUnder(id), Guard: req.Guard}
 	in := release.TransitionInput{ExpectedRevision: &expected, Percent: req.percent, Reason: req.Reason,
 		Overrides: req.Overrides.input(), Guard: req.guard}
-	rel, cr, err := s.cfg.Changes.PatchRelease(c.Request().Context(), s.caller(c, shown), id, req.action(), in)
+	rel, cr, err := s.rt.Changes.PatchRelease(c.Request().Context(), s.caller(c, shown), id, req.action(), in)
 	if done, err := s.settled(c, cr, err, viaHeader); done {
 		return err
 	}
@@ -374,9 +355,6 @@ type transitionRequest struct {
 // allow is 409 invalid_transition with the release's state.
 func (s *Server) handleTransition(action release.Action) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if _, err := s.releases(); err != nil {
-			return err
-		}
 		id, err := param(c, "id")
 		if err != nil {
 			return err
@@ -389,7 +367,7 @@ func (s *Server) handleTransition(action release.Action) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		rel, cr, err := s.cfg.Changes.TransitionRelease(c.Request().Context(), s.caller(c, nil), id, action,
+		rel, cr, err := s.rt.Changes.TransitionRelease(c.Request().Context(), s.caller(c, nil), id, action,
 			release.TransitionInput{ExpectedRevision: expected, Reason: req.Reason})
 		if done, err := s.settled(c, cr, err, viaHeader); done {
 			return err

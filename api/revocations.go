@@ -50,7 +50,7 @@ func (s *Server) handleLiftRevocation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	e, cr, err := s.cfg.Changes.LiftRevocation(c.Request().Context(), s.caller(c, nil),
+	e, cr, err := s.rt.Changes.LiftRevocation(c.Request().Context(), s.caller(c, nil),
 		promptstore.RevokeInput{Agent: agent, Env: env, Version: n, Lift: true})
 	if done, err := s.settled(c, cr, err, false); done {
 		return err
@@ -60,7 +60,7 @@ func (s *Server) handleLiftRevocation(c echo.Context) error {
 
 func (s *Server) revoke(c echo.Context, in promptstore.RevokeInput) error {
 	ctx := c.Request().Context()
-	e, err := s.cfg.Prompts.Revoke(ctx, in)
+	e, err := s.rt.Prompts.Revoke(ctx, in)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -30,7 +29,7 @@ func (s *Server) routes() {
 
 	// runtime: any valid token; admin: admin tokens only. Idempotent POSTs
 	// take an Idempotency-Key.
-	runtime, admin := []echo.MiddlewareFunc{s.require(RoleRuntime), s.domain}, []echo.MiddlewareFunc{s.require(RoleAdmin), s.domain}
+	runtime, admin := []echo.MiddlewareFunc{s.require(RoleRuntime)}, []echo.MiddlewareFunc{s.require(RoleAdmin)}
 	idempotentAdmin := append(admin[:len(admin):len(admin)], s.idempotent)
 	idempotentRuntime := append(runtime[:len(runtime):len(runtime)], s.idempotent)
 	// heavy routes build or stream large answers: bounded per token and per instance (heavy.go).
@@ -179,21 +178,3 @@ func (r composed) PATCH(path string, need scopeNeed, h echo.HandlerFunc, mw ...e
 func (r composed) DELETE(path string, need scopeNeed, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
 	r.add(http.MethodDelete, path, need, h, mw...)
 }
-
-// errNoStore: the server was built without a prompt store (an ops-only
-// server in tests); its /v1 routes answer 500 internal.
-var errNoStore = errors.New("api: no prompt store configured")
-
-// domain guards the /v1 routes of a server without a prompt store.
-func (s *Server) domain(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if s.cfg.Prompts == nil {
-			return errNoStore
-		}
-		return next(c)
-	}
-}
-
-// errNoService: the server was built without the release or session
-// service its route needs; the route answers 500 internal.
-var errNoService = errors.New("api: the route's service is not configured")

@@ -43,20 +43,14 @@ var (
 	agentOnly    = byPath("agent", "", "")
 	boardOnly    = byPath("", "", "board")
 	byRelease    = scopeNeed{kind: needLookup, of: func(s *Server, c echo.Context) (string, string, error) {
-		if s.cfg.Releases == nil {
-			return "", "", errNoService
-		}
-		r, err := s.cfg.Releases.Get(c.Request().Context(), c.Param("id"))
+		r, err := s.rt.Releases.Get(c.Request().Context(), c.Param("id"))
 		if err != nil {
 			return "", "", err
 		}
 		return r.Agent, r.Env, nil
 	}}
 	bySession = scopeNeed{kind: needLookup, of: func(s *Server, c echo.Context) (string, string, error) {
-		if s.cfg.Sessions == nil {
-			return "", "", errNoService
-		}
-		sess, err := s.cfg.Sessions.Get(c.Request().Context(), c.Param("id"), 1<<62, 1)
+		sess, err := s.rt.Sessions.Get(c.Request().Context(), c.Param("id"), 1<<62, 1)
 		if err != nil {
 			return "", "", err
 		}

@@ -14,20 +14,10 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/promptd/promptd"
 	"github.com/promptd/promptd/access"
-	"github.com/promptd/promptd/api/idempotency"
-	"github.com/promptd/promptd/audit"
-	"github.com/promptd/promptd/board"
-	"github.com/promptd/promptd/changes"
 	"github.com/promptd/promptd/events"
-	"github.com/promptd/promptd/exposure"
-	"github.com/promptd/promptd/leases"
-	"github.com/promptd/promptd/locks"
-	"github.com/promptd/promptd/promptstore"
-	"github.com/promptd/promptd/release"
-	"github.com/promptd/promptd/session"
 	"github.com/promptd/promptd/telemetry"
-	"github.com/promptd/promptd/webhook"
 )
 
 // DefaultBodyLimit is the largest request body accepted by default (1 MiB).
@@ -54,43 +44,10 @@ type Config struct {
 
 	// Tokens are the bearer tokens the /v1 routes accept (PROMPTD_TOKENS).
 	Tokens []Token
-	// Access keeps the managed tokens (/v1/tokens), accepted beside
-	// Tokens; nil: only Tokens, and the token routes answer 500 internal.
-	Access *access.Service
-	// Prompts is the prompt store behind the /v1 routes.
-	Prompts *promptstore.Store
-	// Resolver decides who gets which version (cmd composes session pin ->
-	// release arm -> env pointer); nil means Prompts' env pointers.
-	Resolver promptstore.Resolver
-	// History supplies session turns to assemble (the session service).
-	// nil: a session_id on resolve or assemble is 404 session_not_found.
-	History promptstore.History
-	// Changes runs the writes a protected env gates and approves change
-	// requests (the runtime's); nil: one over Access, Prompts and Releases.
-	Changes *changes.Service
-	// Releases serves the release routes and the env's active release;
-	// nil: those routes answer 500 internal.
-	Releases *release.Service
-	// Sessions serves the session routes; nil: they answer 500 internal.
-	Sessions *session.Service
-	// Boards serves the board routes; nil: they answer 500 internal.
-	Boards *board.Service
-	// Leases serves the generic lease routes; nil means an in-memory one
-	// (one process) whose events go to Events.
-	Leases *leases.Service
-	// Events receives the generic lease events (lease.acquired,
-	// lease.released, lease.renew_failed) of the default Leases, written
-	// asynchronously; nil drops them.
-	Events *audit.Batcher
-	// Idempotency records the outcomes of requests with an
-	// Idempotency-Key (required with Prompts).
-	Idempotency *idempotency.Store
-	// Audit lists audit events for GET /v1/audit (required with Prompts):
-	// audit.List over the database.
-	Audit AuditReader
-	// Feed serves GET /v1/events (the change feed); nil: that route
-	// answers 500 internal.
-	Feed *events.Feed
+	// Runtime is the application the /v1 routes serve: its services,
+	// gated writes and change requests (required). The server only
+	// decodes, calls it and encodes.
+	Runtime *promptd.Runtime
 	// FeedMetrics counts the open streams; nil counts nothing.
 	FeedMetrics *events.FeedMetrics
 	// StreamsPerToken caps the open event streams and waits per token on
@@ -116,19 +73,12 @@ type Config struct {
 	// (a filter that matches little answers with next advanced, and the
 	// client asks again); zero means DefaultFeedScanMax.
 	FeedScanMax int
-	// Webhooks serves the /v1/webhooks routes; nil: they answer 500
-	// internal.
-	Webhooks *webhook.Service
 	// ImportMaxBytes is the body limit of POST /v1/import; zero means
 	// DefaultImportMaxBytes.
 	ImportMaxBytes int64
 	// BundleMaxBytes is the largest GET /v1/bundle answer; zero means
 	// DefaultBundleMaxBytes.
 	BundleMaxBytes int64
-	// Exposures serves /v1/exposures, /v1/outcomes and an env's exposure
-	// counts, and counts this server's own resolves; nil: those routes
-	// answer 500 internal and nothing is counted.
-	Exposures *exposure.Service
 
 	// Console is the web console's files (console.Assets()), served at
 	// /ui/ with login into a session cookie (console_auth.go); nil: the
@@ -196,13 +146,11 @@ const answerCacheBytes = 32 << 20
 // (64 MiB).
 const DefaultImportMaxBytes = 64 << 20
 
-// AuditReader lists audit events: audit.List over a database.
-type AuditReader func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error)
-
 // Server is promptd's HTTP server.
 type Server struct {
 	e       *echo.Echo
 	cfg     Config
+	rt      *promptd.Runtime // cfg.Runtime
 	log     *slog.Logger
 	metrics *httpMetrics
 	// limits holds per-route body limits (by route template) that differ
@@ -246,8 +194,8 @@ func New(cfg Config) *Server {
 	if cfg.BodyLimit <= 0 {
 		cfg.BodyLimit = DefaultBodyLimit
 	}
-	if cfg.Changes == nil {
-		cfg.Changes = changes.New(changes.Options{Access: cfg.Access, Prompts: cfg.Prompts, Releases: cfg.Releases})
+	if cfg.Runtime == nil {
+		panic("api: Config.Runtime is required")
 	}
 	if cfg.ImportMaxBytes <= 0 {
 		cfg.ImportMaxBytes = DefaultImportMaxBytes
@@ -261,19 +209,6 @@ func New(cfg Config) *Server {
 	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
 	cfg.MaxConns = cmp.Or(cfg.MaxConns, DefaultMaxConns)
 	cfg.FeedScanMax = cmp.Or(cfg.FeedScanMax, DefaultFeedScanMax)
-	if cfg.Prompts != nil {
-		if cfg.Resolver == nil {
-			cfg.Resolver = cfg.Prompts
-		}
-		if cfg.Idempotency == nil || cfg.Audit == nil {
-			panic("api: Config.Idempotency and Config.Audit are required with Config.Prompts")
-		}
-	}
-	if cfg.Leases == nil {
-		// One process: generic leases in memory (cmd/promptd passes the
-		// Redis-backed service every replica shares).
-		cfg.Leases = leases.New(leases.Options{Locker: locks.NewMemory(locks.Options{}), Events: cfg.Events})
-	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	// Client addresses come from the connection, never from headers a
@@ -295,7 +230,7 @@ func New(cfg Config) *Server {
 	e.Server.ErrorLog = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
 
 	metrics := newHTTPMetrics(cfg.Registerer)
-	s := &Server{e: e, cfg: cfg, log: cfg.Logger, metrics: metrics,
+	s := &Server{e: e, cfg: cfg, rt: cfg.Runtime, log: cfg.Logger, metrics: metrics,
 		limits: map[string]int64{"/v1/import": cfg.ImportMaxBytes}, answers: newAnswerCache(answerCacheBytes),
 		secretHashes: hashSecrets(cfg.Tokens), bootstrap: bootstrapTokens(cfg.Tokens),
 		console: loadConsole(cfg.Console), authLimit: newAuthLimiter(cfg.AuthFailuresPerMinute, e.IPExtractor, metrics.authFailures),

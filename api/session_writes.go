@@ -9,17 +9,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/promptd/promptd/session"
+	"github.com/promptd/promptd/wire"
 )
-
-// turnRequest is one turn of an append.
-type turnRequest struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	Name       string          `json:"name"`
-	ToolCallID string          `json:"tool_call_id"`
-	ToolCalls  json.RawMessage `json:"tool_calls"`
-	Metadata   json.RawMessage `json:"metadata"`
-}
 
 // appendRequest is the body of POST /v1/sessions/{id}/turns.
 type appendRequest struct {
@@ -36,12 +27,11 @@ func (r *appendRequest) validate() error {
 	}
 	r.turns = make([]session.TurnInput, len(r.Turns))
 	for i, raw := range r.Turns {
-		var t turnRequest
+		var t wire.TurnInput
 		if err := decodeObject(raw, fmt.Sprintf("turns[%d].", i), &t); err != nil {
 			return err
 		}
-		r.turns[i] = session.TurnInput{Role: t.Role, Content: t.Content, Name: t.Name, ToolCallID: t.ToolCallID,
-			ToolCalls: t.ToolCalls, Metadata: t.Metadata}
+		r.turns[i] = t
 	}
 	return nil
 }

@@ -8,78 +8,29 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/promptd/promptd/session"
+	"github.com/promptd/promptd/wire"
 )
 
-// sessionResponse is a session as POST /v1/sessions and close answer it.
-type sessionResponse struct {
-	sessionCore
-	Metadata  json.RawMessage `json:"metadata"`
-	IdleTTLMs int64           `json:"idle_ttl_ms"`
-	sessionCounts
+// sessionBody is s as its create and close answer it.
+func sessionBody(s *session.Session) wire.Session {
+	out := wire.Session{SessionSummary: sessionSummary(s), Metadata: s.Metadata, IdleTTLMs: s.IdleTTLMs}
+	if len(out.Metadata) == 0 {
+		out.Metadata = json.RawMessage("{}")
+	}
+	return out
 }
 
-// sessionCore and sessionCounts are the members a session has in every
-// answer, the list's summaries (GET /v1/sessions) included.
-type sessionCore struct {
-	SessionID     string     `json:"session_id"`
-	Agent         string     `json:"agent"`
-	Env           string     `json:"env"`
-	UserID        *string    `json:"user_id"`
-	PinnedVersion int        `json:"pinned_version"`
-	Revision      int64      `json:"revision"`
-	State         string     `json:"state"`
-	Fence         int64      `json:"fence"`
-	Lease         *leaseInfo `json:"lease"`
-}
-
-type sessionCounts struct {
-	TurnCount int64     `json:"turn_count"`
-	CreatedAt timestamp `json:"created_at"`
-	UpdatedAt timestamp `json:"updated_at"`
-}
-
-// sessionDetail is a session as GET /v1/sessions/{id} answers it: with a
-// page of its turns and the names of its state entries.
-type sessionDetail struct {
-	sessionResponse
-	Turns     []turnResponse `json:"turns"`
-	NextSince *int64         `json:"next_since"`
-	StateKeys []string       `json:"state_keys"`
-}
-
-// leaseInfo says who holds a session's lease (never its token).
-type leaseInfo struct {
-	Holder    string    `json:"holder"`
-	Fence     int64     `json:"fence"`
-	ExpiresAt timestamp `json:"expires_at"`
-}
-
-// turnResponse is one turn of a session.
-type turnResponse struct {
-	Seq        int64           `json:"seq"`
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	Name       string          `json:"name,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
-	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
-	Metadata   json.RawMessage `json:"metadata,omitempty"`
-	CreatedAt  timestamp       `json:"created_at"`
-}
-
-func sessionBody(s *session.Session) sessionResponse {
-	out := sessionResponse{sessionCore: sessionCore{SessionID: s.SessionID, Agent: s.Agent, Env: s.Env,
-		PinnedVersion: s.PinnedVersion, Revision: s.Revision, State: s.State, Fence: s.Fence},
-		Metadata: s.Metadata, IdleTTLMs: s.IdleTTLMs,
-		sessionCounts: sessionCounts{TurnCount: s.TurnCount, CreatedAt: timestamp(s.CreatedAt), UpdatedAt: timestamp(s.UpdatedAt)}}
+// sessionSummary is s as GET /v1/sessions lists it.
+func sessionSummary(s *session.Session) wire.SessionSummary {
+	out := wire.SessionSummary{SessionID: s.SessionID, Agent: s.Agent, Env: s.Env,
+		PinnedVersion: s.PinnedVersion, Revision: s.Revision, State: s.State, Fence: s.Fence,
+		TurnCount: s.TurnCount, CreatedAt: wire.At(s.CreatedAt), UpdatedAt: wire.At(s.UpdatedAt)}
 	if s.UserID != "" {
 		u := s.UserID
 		out.UserID = &u
 	}
-	if len(out.Metadata) == 0 {
-		out.Metadata = json.RawMessage("{}")
-	}
 	if s.Lease != nil {
-		out.Lease = &leaseInfo{Holder: s.Lease.Holder, Fence: s.Lease.Fence, ExpiresAt: timestamp(s.Lease.ExpiresAt)}
+		out.Lease = &wire.LeaseInfo{Holder: s.Lease.Holder, Fence: s.Lease.Fence, ExpiresAt: wire.At(s.Lease.ExpiresAt)}
 	}
 	return out
 }
@@ -87,23 +38,13 @@ func sessionBody(s *session.Session) sessionResponse {
 func sessionEntity(s *session.Session) any { return sessionBody(s) }
 
 // sessions is the session service, or 500 internal when none is wired.
-func (s *Server) sessions() (*session.Service, error) {
-	if s.cfg.Sessions == nil {
-		return nil, errNoService
-	}
-	return s.cfg.Sessions, nil
-}
-
 // sessionPath reads the session id path parameter.
 func sessionPath(c echo.Context) (string, error) { return pathIDAs(c, "id", "session_id") }
 
 // sessionTarget is the prelude of every /v1/sessions/{id} handler: the
 // session service and the validated session id.
 func (s *Server) sessionTarget(c echo.Context) (*session.Service, string, error) {
-	ss, err := s.sessions()
-	if err != nil {
-		return nil, "", err
-	}
+	ss := s.rt.Sessions
 	id, err := sessionPath(c)
 	return ss, id, err
 }
@@ -139,10 +80,7 @@ func (r *createSessionRequest) validate() (err error) {
 // the session at revision 0; the same id with the same agent, env and
 // user: 200 with it; otherwise, or closed: 409 session_exists.
 func (s *Server) handleCreateSession(c echo.Context) error {
-	ss, err := s.sessions()
-	if err != nil {
-		return err
-	}
+	ss := s.rt.Sessions
 	var req createSessionRequest
 	if err := decode(c, &req); err != nil {
 		return err
@@ -187,11 +125,9 @@ func (s *Server) handleGetSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := sessionDetail{sessionResponse: sessionBody(sess), Turns: make([]turnResponse, len(sess.Turns)),
-		NextSince: sess.NextSince, StateKeys: sess.StateKeys}
-	for i, t := range sess.Turns {
-		out.Turns[i] = turnResponse{Seq: t.Seq, Role: t.Role, Content: t.Content, Name: t.Name, ToolCallID: t.ToolCallID,
-			ToolCalls: t.ToolCalls, Metadata: t.Metadata, CreatedAt: timestamp(t.CreatedAt)}
+	out := wire.SessionDetail{Session: sessionBody(sess), Turns: sess.Turns, NextSince: sess.NextSince, StateKeys: sess.StateKeys}
+	if out.Turns == nil {
+		out.Turns = []wire.Turn{}
 	}
 	if out.StateKeys == nil {
 		out.StateKeys = []string{}

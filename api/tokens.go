@@ -50,13 +50,6 @@ func redactedToken(t *access.WithSecret) any {
 	return tokenWithSecret{tokenResponse: tokenBody(t.Token), SecretRedacted: true}
 }
 
-func (s *Server) tokens() (*access.Service, error) {
-	if s.cfg.Access == nil {
-		return nil, errNoService
-	}
-	return s.cfg.Access, nil
-}
-
 // createTokenRequest is the body of POST /v1/tokens.
 type createTokenRequest struct {
 	Name      *string        `json:"name"`
@@ -67,10 +60,7 @@ type createTokenRequest struct {
 
 // handleCreateToken: POST /v1/tokens.
 func (s *Server) handleCreateToken(c echo.Context) error {
-	ts, err := s.tokens()
-	if err != nil {
-		return err
-	}
+	ts := s.rt.Access
 	var req createTokenRequest
 	if err := decode(c, &req); err != nil {
 		return err
@@ -106,10 +96,7 @@ func (s *Server) handleCreateToken(c echo.Context) error {
 
 // handleListTokens: GET /v1/tokens, newest first.
 func (s *Server) handleListTokens(c echo.Context) error {
-	ts, err := s.tokens()
-	if err != nil {
-		return err
-	}
+	ts := s.rt.Access
 	page, err := pageOf(c)
 	if err != nil {
 		return err
@@ -138,10 +125,7 @@ func (s *Server) handleListTokens(c echo.Context) error {
 
 // handleRevokeToken: DELETE /v1/tokens/{name}.
 func (s *Server) handleRevokeToken(c echo.Context) error {
-	ts, err := s.tokens()
-	if err != nil {
-		return err
-	}
+	ts := s.rt.Access
 	name, err := param(c, "name")
 	if err != nil {
 		return err

@@ -23,8 +23,6 @@ import (
 
 	"github.com/promptd/promptd"
 	"github.com/promptd/promptd/api"
-	"github.com/promptd/promptd/api/idempotency"
-	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/internal/harness/testenv"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/sqlstore"
@@ -80,10 +78,7 @@ func overheadServerB(t testing.TB, m *overheadMode) http.Handler {
 	rt := promptd.New(db, promptd.Options{Instance: "bench-1", Logger: logger, Prompts: promptstore.Options{Metrics: promptstore.NewMetrics(nil)}})
 	t.Cleanup(func() { _ = rt.Close() })
 	reg := prometheus.NewRegistry()
-	h := api.New(api.Config{Logger: logger, Registerer: reg, Gatherer: reg, Tokens: testTokens, Prompts: rt.Prompts,
-		Resolver: rt.Resolver, History: rt.Sessions, Releases: rt.Releases, Sessions: rt.Sessions, Events: rt.Events,
-		Idempotency: idempotency.New(db, idempotency.Options{}),
-		Audit:       func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) { return audit.List(ctx, db, f) }}).Handler()
+	h := api.New(api.Config{Logger: logger, Registerer: reg, Gatherer: reg, Tokens: testTokens, Runtime: rt}).Handler()
 	system := strings.Repeat("You are a careful support agent. ", 4096/33)
 	for _, r := range []*http.Request{
 		req("POST", "/v1/agents/support/versions", admin, `{"base_version": 0, "config": {"system": "`+system+`", "model": {"name": "m"}}}`),

@@ -119,7 +119,7 @@ func TestTracing_fencedAppendFromTheGoClient_isOneTraceWithLeaseSQLAndAudit(t *t
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.AppendTurns(ctx, "s1", client.Fenced(0, l.Fence), client.Turn{Role: "user", Content: json.RawMessage(`"hello"`)}); err != nil {
+		if _, err := c.AppendTurns(ctx, "s1", client.Fenced(0, l.Fence), client.TurnInput{Role: "user", Content: json.RawMessage(`"hello"`)}); err != nil {
 			t.Fatal(err)
 		}
 		root.End()
@@ -214,11 +214,11 @@ func TestTracing_leasePreemptedUnderAPausedHolder_showsBothFencesAndTheStaleWrit
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.AppendTurns(ctx, "s1", client.Fenced(0, lb.Fence), client.Turn{Role: "user", Content: json.RawMessage(`"b"`)}); err != nil {
+		if _, err := c.AppendTurns(ctx, "s1", client.Fenced(0, lb.Fence), client.TurnInput{Role: "user", Content: json.RawMessage(`"b"`)}); err != nil {
 			t.Fatal(err)
 		}
 		// A wakes and writes with its old fence: refused.
-		if _, err := c.AppendTurns(ctx, "s1", client.Fenced(1, la.Fence), client.Turn{Role: "user", Content: json.RawMessage(`"late a"`)}); err == nil {
+		if _, err := c.AppendTurns(ctx, "s1", client.Fenced(1, la.Fence), client.TurnInput{Role: "user", Content: json.RawMessage(`"late a"`)}); err == nil {
 			t.Fatal("the late write of the preempted holder passed")
 		}
 		root.End()

@@ -67,14 +67,14 @@ func (s *Server) handleCreateVersion(c echo.Context) error {
 	}
 	in := promptstore.CreateVersionInput{Agent: agent, BaseVersion: *req.BaseVersion, Config: req.Config, Message: req.Message}
 	if dryRun {
-		v, err := s.cfg.Prompts.CheckVersion(c.Request().Context(), in)
+		v, err := s.rt.Prompts.CheckVersion(c.Request().Context(), in)
 		if err != nil {
 			return err
 		}
 		return s.send(c, http.StatusOK, dryRunVersion{Agent: v.Agent, Version: v.Version, Config: v.Config,
 			ContentHash: v.ContentHash, Message: v.Message, DryRun: true})
 	}
-	v, err := s.cfg.Prompts.CreateVersion(c.Request().Context(), in, recordAnswer(s, c, http.StatusCreated, versionEntity))
+	v, err := s.rt.Prompts.CreateVersion(c.Request().Context(), in, recordAnswer(s, c, http.StatusCreated, versionEntity))
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func (s *Server) handleListVersions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vs, next, err := s.cfg.Prompts.ListVersions(c.Request().Context(), agent, page)
+	vs, next, err := s.rt.Prompts.ListVersions(c.Request().Context(), agent, page)
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func (s *Server) handleGetVersion(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	v, err := s.cfg.Prompts.GetVersion(ctx, agent, n)
+	v, err := s.rt.Prompts.GetVersion(ctx, agent, n)
 	if err != nil {
 		return err
 	}
@@ -171,7 +171,7 @@ func (s *Server) handleDiff(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	diff, err := s.cfg.Prompts.Diff(ctx, agent, a, b)
+	diff, err := s.rt.Prompts.Diff(ctx, agent, a, b)
 	if err != nil {
 		return err
 	}

@@ -50,13 +50,6 @@ func redactedWebhook(w *webhook.WithSecret) any {
 	return webhookWithSecret{webhookResponse: webhookBody(w.Webhook), SecretRedacted: true}
 }
 
-func (s *Server) webhooks() (*webhook.Service, error) {
-	if s.cfg.Webhooks == nil {
-		return nil, errNoService
-	}
-	return s.cfg.Webhooks, nil
-}
-
 // createWebhookRequest is the body of POST /v1/webhooks.
 type createWebhookRequest struct {
 	URL         *string  `json:"url"`
@@ -77,10 +70,7 @@ func (r *createWebhookRequest) validate() error {
 
 // handleCreateWebhook: POST /v1/webhooks.
 func (s *Server) handleCreateWebhook(c echo.Context) error {
-	hs, err := s.webhooks()
-	if err != nil {
-		return err
-	}
+	hs := s.rt.Webhooks
 	var req createWebhookRequest
 	if err := decode(c, &req); err != nil {
 		return err
@@ -107,10 +97,7 @@ func (s *Server) sendWebhookSecret(c echo.Context, status int, w *webhook.WithSe
 
 // webhookOf is the service and the {id} of a route on one webhook.
 func (s *Server) webhookOf(c echo.Context) (*webhook.Service, string, error) {
-	hs, err := s.webhooks()
-	if err != nil {
-		return nil, "", err
-	}
+	hs := s.rt.Webhooks
 	id, err := webhookID(c)
 	return hs, id, err
 }
@@ -129,10 +116,7 @@ func webhookID(c echo.Context) (string, error) {
 // handleListWebhooks: GET /v1/webhooks, newest first, paginated like
 // every list (limit, cursor, next).
 func (s *Server) handleListWebhooks(c echo.Context) error {
-	hs, err := s.webhooks()
-	if err != nil {
-		return err
-	}
+	hs := s.rt.Webhooks
 	page, err := pageOf(c)
 	if err != nil {
 		return err

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/promptd/promptd"
 	"github.com/promptd/promptd/api"
-	"github.com/promptd/promptd/api/idempotency"
-	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/internal/harness/testenv"
 	"github.com/promptd/promptd/sqlstore"
 	"github.com/promptd/promptd/webhook"
@@ -37,9 +34,7 @@ func webhookAppOn(t *testing.T, db *gorm.DB, withKey bool) *app {
 	rt := promptd.New(db, promptd.Options{Instance: "test-1", Webhooks: wo, EventFlush: 20 * time.Millisecond})
 	t.Cleanup(func() { _ = rt.Close() })
 	srv, _, logs := newServer(t, api.Config{
-		Tokens: testTokens, Prompts: rt.Prompts, Resolver: rt.Resolver, Releases: rt.Releases, Sessions: rt.Sessions,
-		Events: rt.Events, Idempotency: idempotency.New(db, idempotency.Options{}), Feed: rt.Feed, Webhooks: rt.Webhooks,
-		Audit: func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) { return audit.List(ctx, db, f) },
+		Tokens: testTokens, Runtime: rt,
 	})
 	return &app{t: t, db: db, rt: rt, store: rt.Prompts, h: srv.Handler(), srv: srv, logs: logs}
 }

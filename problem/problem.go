@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/promptd/promptd/wire"
 )
 
 // Codes maps every code of the HTTP contract (api/openapi.yaml, Errors) to
@@ -225,15 +227,11 @@ func (p *Problem) Summary() map[string]any {
 }
 
 // Timestamp is a time as promptd's answers show it: RFC 3339 in UTC with
-// milliseconds.
-type Timestamp time.Time
+// milliseconds (wire.Time).
+type Timestamp = wire.Time
 
 // TimeFormat is Timestamp's layout.
-const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
-
-func (t Timestamp) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + time.Time(t).UTC().Format(TimeFormat) + `"`), nil
-}
+const TimeFormat = wire.TimeFormat
 
 // RetryAfter renders a Retry-After in whole seconds, at least 1.
 func RetryAfter(d time.Duration) string {

@@ -7,6 +7,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/sqlstore"
+	"github.com/promptd/promptd/wire"
 )
 
 // States of a session.
@@ -43,17 +44,9 @@ type LeaseInfo struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// Turn is one message of a session.
-type Turn struct {
-	Seq        int64           `json:"seq"`
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	Name       string          `json:"name,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
-	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
-	Metadata   json.RawMessage `json:"metadata,omitempty"`
-	CreatedAt  time.Time       `json:"created_at"`
-}
+// Turn is one message of a session, in the shape the API shows it
+// (package wire: the server and the Go client share it).
+type Turn = wire.Turn
 
 type sessionRow struct {
 	SessionID     string
@@ -122,8 +115,8 @@ type turnRow struct {
 }
 
 func (r turnRow) turn() Turn {
-	t := Turn{Seq: r.Seq, Role: r.Role, Content: json.RawMessage(r.Content), Name: r.Name, ToolCallID: r.ToolCallID,
-		CreatedAt: time.UnixMilli(r.CreatedAtMs).UTC()}
+	t := Turn{Seq: r.Seq, TurnInput: TurnInput{Role: r.Role, Content: json.RawMessage(r.Content), Name: r.Name, ToolCallID: r.ToolCallID},
+		CreatedAt: wire.Time(time.UnixMilli(r.CreatedAtMs).UTC())}
 	if r.ToolCalls != nil {
 		t.ToolCalls = json.RawMessage(*r.ToolCalls)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/sqlstore"
+	"github.com/promptd/promptd/wire"
 )
 
 // WriteCondition is what every write carries: the session revision it
@@ -22,20 +23,11 @@ type WriteCondition struct {
 }
 
 // TurnInput is one turn to append.
-type TurnInput struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	Name       string          `json:"name,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
-	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
-	Metadata   json.RawMessage `json:"metadata,omitempty"`
-}
+type TurnInput = wire.TurnInput
 
-// Appended is the answer to an append.
-type Appended struct {
-	Revision int64   `json:"revision"`
-	Seqs     []int64 `json:"seqs"`
-}
+// Appended is the answer to an append: the session's new revision and
+// the turns' seqs.
+type Appended = wire.Appended
 
 func validateTurns(turns []TurnInput) error {
 	if len(turns) == 0 || len(turns) > MaxTurns {

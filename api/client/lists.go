@@ -16,14 +16,14 @@ type ListSessionsOptions struct {
 // ListSessions lists sessions newest first (runtime). Items carry no
 // metadata, turns or state keys (GetSession has them); Lease is set while
 // held. A scoped token's page omits sessions outside its scopes.
-func (c *Client) ListSessions(ctx context.Context, o ListSessionsOptions) (*Page[Session], error) {
+func (c *Client) ListSessions(ctx context.Context, o ListSessionsOptions) (*Page[SessionSummary], error) {
 	q := o.query()
 	for k, v := range map[string]string{"agent": o.Agent, "env": o.Env, "state": o.State} {
 		if v != "" {
 			q.Set(k, v)
 		}
 	}
-	var p Page[Session]
+	var p Page[SessionSummary]
 	_, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/sessions", query: q}, &p)
 	return ret(&p, err)
 }

@@ -7,57 +7,35 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/promptd/promptd/wire"
 )
 
-// Session is a conversation pinned to a version, with its write revision
-// and lease fence.
-type Session struct {
-	SessionID     string          `json:"session_id"`
-	Agent         string          `json:"agent"`
-	Env           string          `json:"env"`
-	UserID        *string         `json:"user_id"`
-	PinnedVersion int             `json:"pinned_version"`
-	Revision      int64           `json:"revision"`
-	State         string          `json:"state"` // "open" or "closed"
-	Fence         int64           `json:"fence"`
-	Lease         *LeaseInfo      `json:"lease"`
-	Metadata      json.RawMessage `json:"metadata"`
-	IdleTTLMs     int64           `json:"idle_ttl_ms"`
-	TurnCount     int64           `json:"turn_count"`
-	CreatedAt     time.Time       `json:"created_at"`
-	UpdatedAt     time.Time       `json:"updated_at"`
-
-	// GetSession only: a page of turns after since, the since of the next
-	// page (nil at the end) and the names of the state entries.
-	Turns     []Turn   `json:"turns,omitempty"`
-	NextSince *int64   `json:"next_since,omitempty"`
-	StateKeys []string `json:"state_keys,omitempty"`
-}
-
-// LeaseInfo says who holds a session's lease (never its token).
-type LeaseInfo struct {
-	Holder    string    `json:"holder"`
-	Fence     int64     `json:"fence"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
-
-// Turn is one turn of a session. Content is any JSON (usually a string).
-type Turn struct {
-	Seq        int64           `json:"seq,omitempty"`
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	Name       string          `json:"name,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
-	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
-	Metadata   json.RawMessage `json:"metadata,omitempty"`
-	CreatedAt  *time.Time      `json:"created_at,omitempty"`
-}
+// The session shapes are promptd's wire types (package wire): the server
+// encodes the same types.
+type (
+	// SessionSummary is a session as ListSessions lists it.
+	SessionSummary = wire.SessionSummary
+	// Session is a conversation pinned to a version, with its write
+	// revision and lease fence, as CreateSession and CloseSession answer it.
+	Session = wire.Session
+	// SessionDetail is a session with a page of its turns and the names of
+	// its state entries, as GetSession answers it.
+	SessionDetail = wire.SessionDetail
+	// LeaseInfo says who holds a session's lease (never its token).
+	LeaseInfo = wire.LeaseInfo
+	// Turn is one turn of a session, with its seq and time.
+	Turn = wire.Turn
+	// TurnInput is a turn to append. Content is any JSON (usually a
+	// string).
+	TurnInput = wire.TurnInput
+	// Appended is the answer to an append: the session's new revision and
+	// the turns' seqs.
+	Appended = wire.Appended
+)
 
 // TextTurn is a turn whose content is the string text.
-func TextTurn(role, text string) Turn {
-	b, _ := json.Marshal(text)
-	return Turn{Role: role, Content: b}
-}
+func TextTurn(role, text string) TurnInput { return wire.TextTurn(role, text) }
 
 // CreateSessionRequest opens a session; SessionID "" lets promptd pick one.
 type CreateSessionRequest struct {
@@ -82,7 +60,7 @@ func sessionPath(id string) string { return "/v1/sessions/" + seg(id) }
 
 // GetSession reads a session with up to limit turns after seq since
 // (limit 0: the server's default).
-func (c *Client) GetSession(ctx context.Context, id string, since int64, limit int) (*Session, error) {
+func (c *Client) GetSession(ctx context.Context, id string, since int64, limit int) (*SessionDetail, error) {
 	q := url.Values{}
 	if since > 0 {
 		q.Set("since", strconv.FormatInt(since, 10))
@@ -90,7 +68,7 @@ func (c *Client) GetSession(ctx context.Context, id string, since int64, limit i
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	var s Session
+	var s SessionDetail
 	_, err := c.do(ctx, call{method: http.MethodGet, path: sessionPath(id), query: q}, &s)
 	return ret(&s, err)
 }
@@ -109,18 +87,11 @@ func Fenced(expectedRevision, fence int64) WriteCondition {
 	return WriteCondition{ExpectedRevision: expectedRevision, Fence: &fence}
 }
 
-// Appended is the answer to an append: the session's new revision and
-// the turns' seqs.
-type Appended struct {
-	Revision int64   `json:"revision"`
-	Seqs     []int64 `json:"seqs"`
-}
-
 // AppendTurns appends 1..100 turns under cond (idempotent).
-func (c *Client) AppendTurns(ctx context.Context, id string, cond WriteCondition, turns ...Turn) (*Appended, error) {
+func (c *Client) AppendTurns(ctx context.Context, id string, cond WriteCondition, turns ...TurnInput) (*Appended, error) {
 	body := struct {
 		WriteCondition
-		Turns []Turn `json:"turns"`
+		Turns []TurnInput `json:"turns"`
 	}{cond, turns}
 	var a Appended
 	_, err := c.do(ctx, call{method: http.MethodPost, path: sessionPath(id) + "/turns", body: body, idempotent: true}, &a)

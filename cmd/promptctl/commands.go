@@ -225,7 +225,7 @@ func runSessions(a *app, args []string) error {
 		user = *s.UserID
 	}
 	if s.Lease != nil {
-		holder = fmt.Sprintf("%s (fence %d, until %s)", s.Lease.Holder, s.Lease.Fence, when(s.Lease.ExpiresAt))
+		holder = fmt.Sprintf("%s (fence %d, until %s)", s.Lease.Holder, s.Lease.Fence, when(s.Lease.ExpiresAt.Time()))
 	}
 	fmt.Fprintf(a.stdout, "session %s: %s/%s, user %s, pinned to version %d, %s, revision %d, %d turns\nlease: %s\nstate keys: %s\n",
 		s.SessionID, s.Agent, s.Env, user, s.PinnedVersion, s.State, s.Revision, s.TurnCount, holder,

@@ -22,7 +22,6 @@ import (
 	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/exposure"
-	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
@@ -136,9 +135,10 @@ func (m *Main) Open(ctx context.Context) error {
 		Locker:   m.locker, Keys: keys, Redis: m.redis, RedisTimeout: cfg.RedisTimeout,
 		Etcd: etcdBus, EtcdTimeout: cfg.Etcd.Timeout,
 		EventRetention: cfg.EventRetention, FeedMetrics: feedMetrics, Webhooks: hooks,
-		Exposures:   exposure.Options{Metrics: exposure.NewMetrics(m.registry, cfg.ExposureSeriesMax)},
-		Access:      access.Options{Reserved: tokenNames(tokens)},
-		Idempotency: idempotency.Options{TTL: cfg.IdempotencyTTL},
+		Exposures:        exposure.Options{Metrics: exposure.NewMetrics(m.registry, cfg.ExposureSeriesMax)},
+		Access:           access.Options{Reserved: tokenNames(tokens)},
+		Idempotency:      idempotency.Options{TTL: cfg.IdempotencyTTL},
+		LeaseMaxPerOwner: cfg.LeaseMaxPerToken,
 		Jobs: promptd.JobOptions{ReconcileEvery: cfg.ReconcileEvery, GuardEvery: guard, AuditRetention: cfg.AuditRetention,
 			AuditPruneEvery: cfg.AuditPruneEvery, DeliveryRetention: cfg.WebhookDeliveryRetention,
 			ExposureRetention: cfg.ExposureRetention, OutcomeRetention: cfg.OutcomeRetention},
@@ -160,43 +160,25 @@ func (m *Main) Open(ctx context.Context) error {
 	if err := m.store.RepairMirror(ctx); err != nil {
 		m.Logger.Warn("repairing the Redis mirror at start failed; the reconciler will catch up", "err", err)
 	}
-	idem := m.rt.Idempotency
-	resolver := m.rt.Resolver
 	jobsCtx, stopJobs := context.WithCancel(context.Background())
 	m.jobsDone = make(chan struct{})
 	m.stopJobs = stopJobs
 	go func() { defer close(m.jobsDone); _ = m.rt.Run(jobsCtx) }()
 
 	m.server = api.New(api.Config{
-		Logger:       m.Logger,
-		Checks:       checks,
-		Gatherer:     m.registry,
-		Registerer:   m.registry,
-		MetricsToken: cfg.MetricsToken,
-		Tokens:       tokens,
-		Prompts:      m.store,
-		Resolver:     resolver,
-		History:      m.sessions,
-		Releases:     m.releases,
-		Sessions:     m.sessions,
-		Boards:       m.rt.Boards,
-		Leases:       leases.New(leases.Options{Locker: m.locker, Keys: keys, Events: m.events, Ledger: leaseLedger(m.redis, keys, cfg.RedisTimeout), MaxPerOwner: cfg.LeaseMaxPerToken}),
-		Events:       m.events,
-		Idempotency:  idem,
-		Audit: func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) {
-			return audit.List(ctx, m.db, f)
-		},
+		Logger:          m.Logger,
+		Checks:          checks,
+		Gatherer:        m.registry,
+		Registerer:      m.registry,
+		MetricsToken:    cfg.MetricsToken,
+		Tokens:          tokens,
+		Runtime:         m.rt,
 		ImportMaxBytes:  cfg.ImportMaxBytes,
 		BundleMaxBytes:  cfg.BundleMaxBytes,
-		Exposures:       m.rt.Exposures,
-		Feed:            m.rt.Feed,
 		FeedMetrics:     feedMetrics,
 		StreamsPerToken: cfg.StreamsPerToken,
 		HeavyPerToken:   cfg.HeavyPerToken,
 		HeavyMax:        cfg.HeavyMax,
-		Webhooks:        m.rt.Webhooks,
-		Access:          m.rt.Access,
-		Changes:         m.rt.Changes,
 
 		Console:               consoleAssets(cfg.Console),
 		ConsoleSessionTTL:     cfg.ConsoleSessionTTL,
@@ -383,14 +365,4 @@ func (m *Main) Close(ctx context.Context) error {
 		errs = append(errs, sqlstore.Close(m.db))
 	}
 	return errors.Join(errs...)
-}
-
-// leaseLedger counts the live generic leases of each token: in Redis when
-// promptd has one (every instance shares the count), else in this process
-// (exact for one instance; per instance on etcd without Redis).
-func leaseLedger(c redis.UniversalClient, keys locks.Keys, timeout time.Duration) leases.Ledger {
-	if c == nil {
-		return nil // leases.New counts in memory
-	}
-	return leases.NewRedisLedger(c, keys, timeout)
 }

@@ -44,7 +44,7 @@ func main() {
 	}
 	defer held.Release(ctx)
 	ap, err := rt.AppendTurns(held.Context(), s.SessionID, held.Condition(s.Revision),
-		client.Turn{Role: "user", Content: json.RawMessage(`"Where is my order?"`)})
+		client.TurnInput{Role: "user", Content: json.RawMessage(`"Where is my order?"`)})
 	if err != nil {
 		panic(err)
 	}

@@ -20,8 +20,6 @@ import (
 
 	promptd "github.com/promptd/promptd"
 	"github.com/promptd/promptd/api"
-	"github.com/promptd/promptd/api/idempotency"
-	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/internal/harness/testenv"
 	"github.com/promptd/promptd/prompt"
 	"github.com/promptd/promptd/release"
@@ -78,9 +76,7 @@ func startServer(t *testing.T, db *gorm.DB, ro release.Options) *server {
 	reg := prometheus.NewRegistry()
 	srv := api.New(api.Config{Logger: logger, Registerer: reg, Gatherer: reg,
 		Tokens:  []api.Token{{Name: "ops", Role: api.RoleAdmin, Secret: adminToken}, {Name: "agent", Role: api.RoleRuntime, Secret: runtimeToken}},
-		Prompts: rt.Prompts, Resolver: rt.Resolver, History: rt.Sessions, Releases: rt.Releases, Sessions: rt.Sessions,
-		Boards: rt.Boards, Events: rt.Events, Feed: rt.Feed, Idempotency: idempotency.New(db, idempotency.Options{}),
-		Audit: func(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) { return audit.List(ctx, db, f) }})
+		Runtime: rt})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	return &server{t: t, url: hs.URL, db: db}

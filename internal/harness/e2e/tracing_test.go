@@ -181,7 +181,7 @@ func TestTracing_fencedAppendExportedOverOTLP_isOneTraceWithClientServerLeaseSQL
 		t.Fatal(err)
 	}
 	if _, err := pc.AppendTurns(ctx, "s1", promptclient.Fenced(0, l.Fence),
-		promptclient.Turn{Role: "user", Content: json.RawMessage(`"` + payload + `"`)}); err != nil {
+		promptclient.TurnInput{Role: "user", Content: json.RawMessage(`"` + payload + `"`)}); err != nil {
 		t.Fatal(err)
 	}
 	root.End()

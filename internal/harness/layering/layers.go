@@ -10,9 +10,9 @@ const Module = "github.com/promptd/promptd"
 // the prompt store, the domain packages, the embeddable runtime, the
 // transport, commands.
 var Layers = [][]string{
-	// 0: the error vocabulary (codes, statuses, the shared error types);
-	// it imports only the standard library.
-	{"problem"},
+	// 0: the vocabulary: the error codes, statuses and shared error types,
+	// and the wire shapes; they import only the standard library.
+	{"problem", "wire"},
 	// 1: leaves; they import nothing of promptd but the vocabulary.
 	{"ident", "telemetry", "console", "sqlstore", "internal/jsonin", "internal/buildinfo", "internal/slowloris", "release/guard"},
 	// 2: canonical JSON, leases and the audit log.
@@ -37,7 +37,9 @@ var Layers = [][]string{
 }
 
 // Sideways are the allowed imports within one layer, importer -> imported.
-var Sideways = map[string][]string{}
+var Sideways = map[string][]string{
+	"problem": {"wire"}, // an answer's times are wire.Time
+}
 
 // Harness are the test-harness packages: test code only, never imported
 // by a shipped package (they may import shipped ones). They live under
@@ -55,4 +57,4 @@ var MayImportHTTPFramework = []string{"api", "cmd/promptd", "cmd/promptbench"}
 
 // ClientMayImport are the only promptd packages the Go client may import,
 // so a runtime that imports it pulls in no SQL driver or server code.
-var ClientMayImport = []string{"bundle", "prompt", "ident", "internal/canonjson", "internal/jsonin"}
+var ClientMayImport = []string{"bundle", "prompt", "ident", "internal/canonjson", "internal/jsonin", "wire"}
