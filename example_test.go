@@ -9,6 +9,7 @@ import (
 
 	"github.com/promptd/promptd"
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/session"
@@ -67,4 +68,38 @@ func Example() {
 	// user-1 gets version 2 arm candidate
 	// system: "You are kind."
 	// user: "Where is my order?"
+}
+
+// An embedding program makes a write idempotent: a retry with the same
+// Call (after a timeout, or from another instance) gets the first run's
+// result back instead of writing again.
+func ExampleIdempotent() {
+	ctx := audit.WithActor(context.Background(), "crawler")
+	dir, _ := os.MkdirTemp("", "promptd-example")
+	defer os.RemoveAll(dir)
+	rt, err := promptd.Open(ctx, sqlstore.Config{SQLitePath: filepath.Join(dir, "promptd.db")}, promptd.Options{Instance: "example"})
+	if err != nil {
+		panic(err)
+	}
+	defer rt.Close()
+
+	in := board.RecordInput{Payload: []byte(`{"url": "https://example.com"}`)}
+	call := promptd.Call{Caller: "crawler", Operation: "boards.create/crawl", Key: "page-1", Request: json.RawMessage(in.Payload)}
+	var ids []string
+	for range 2 {
+		r, replayed, err := promptd.Idempotent(ctx, rt, call, func(record sqlstore.Then[*board.Record]) (*board.Record, error) {
+			r, _, err := rt.Boards.Create(ctx, "crawl", in, record) // the result is recorded in the create's transaction
+			return r, err
+		})
+		if err != nil {
+			panic(err)
+		}
+		ids = append(ids, r.ID)
+		fmt.Println(r.State, "replayed:", replayed)
+	}
+	fmt.Println("one record:", ids[0] == ids[1])
+	// Output:
+	// pending replayed: false
+	// pending replayed: true
+	// one record: true
 }
