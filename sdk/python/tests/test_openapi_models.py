@@ -3,8 +3,9 @@
 MIRRORS names, for every public model class, the schema (or schemas) it
 mirrors. A class's dataclass fields must be that schema's properties, by
 name, and a field may be None (``Optional[...]``, or a default of None)
-exactly when the schema lets the property be null or absent. What differs on
-purpose is listed beside the class with the reason; an exception that no
+exactly when the schema lets the property be null or absent (a field typed
+Any, without a None default, says nothing about None and is not checked for
+it). What differs on purpose is listed beside the class with the reason; an exception that no
 longer applies fails too. $ref, allOf (members of every part) and
 oneOf/anyOf (members of any branch, required in all) are resolved.
 No promptd is needed: this reads files only."""
