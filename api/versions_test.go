@@ -89,6 +89,22 @@ func TestVersions_createListGetDiff(t *testing.T) {
 	})
 }
 
+// A tool is kept as given: an OpenAI function tool's "strict": null (OpenAI's
+// own type allows it) is stored and served back, and the spec documents it.
+func TestVersions_toolWithStrictNull_isServedAsGiven(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, a *app) {
+		tool := `{"function":{"name":"lookup","strict":null},"type":"function"}`
+		rec := a.do("POST", "/v1/agents/support/versions", admin, `{"base_version": 0, "config": {"system": "x", "tools": [`+tool+`]}}`)
+		a.ok(rec, 201)
+		conforms(t, "Version", rec.Body.Bytes())
+		rec = a.do("GET", "/v1/agents/support/versions/1", runtime, "")
+		a.ok(rec, 200)
+		if !strings.Contains(rec.Body.String(), `"tools":[`+tool+`]`) {
+			t.Errorf("tool not served as given: %s", rec.Body)
+		}
+	})
+}
+
 func TestAgents_list_paginatesByName(t *testing.T) {
 	a := sqliteApp(t)
 	for _, name := range []string{"c", "a", "b"} {

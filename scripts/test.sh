@@ -114,7 +114,7 @@ run ./scripts/readme-walkthrough.sh
 
 section "sdk/python: mypy --strict, pyflakes, pytest against a real promptd"
 python_pkgs=""
-for mod in httpx:python3-httpx pytest:python3-pytest mypy:python3-mypy pyflakes:python3-pyflakes; do
+for mod in httpx:python3-httpx pytest:python3-pytest mypy:python3-mypy pyflakes:python3-pyflakes yaml:python3-yaml; do
 	[ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import ${mod%%:*}" 2>/dev/null || python_pkgs="$python_pkgs ${mod#*:}"
 done
 if [ -n "$python_pkgs" ]; then

@@ -74,7 +74,7 @@ export function systemMessage(cfg: PromptConfig, vars: Readonly<Record<string, s
   let b = render(cfg.system, vars);
   if (cfg.skills && cfg.skills.length > 0) {
     b += "\n\n# Skills";
-    for (const s of cfg.skills) b += "\n\n## " + s.name + "\n" + render(s.instructions, vars);
+    for (const s of cfg.skills) b += "\n\n## " + s.name + "\n" + render(s.instructions ?? "", vars);
   }
   if (cfg.memory && cfg.memory.length > 0) {
     b += "\n\n# Memory";

@@ -19,11 +19,11 @@ export interface ModelConfig {
 export interface PromptConfig {
   system: string;
   tools?: FunctionTool[];
-  skills?: { name: string; instructions: string }[];
+  skills?: { name: string; instructions?: string }[];
   memory?: string[];
   messages?: { role: "user" | "assistant" | "system"; content: string }[];
   model?: ModelConfig;
-  variables?: Record<string, { required?: boolean; default?: string }>;
+  variables?: Record<string, { required?: boolean; default?: string; description?: string }>;
 }
 
 export interface Version {
@@ -51,11 +51,19 @@ export interface Release {
   percent: number;
   stickiness: "user" | "session";
   steps: unknown[];
+  steps_applied: number;
   next_step_at: string | null;
   revision: number;
+  message: string;
   created_by: string;
   created_at: string;
-  history: unknown[];
+  updated_at: string;
+  /** Left out in lists. */
+  history?: unknown[];
+  overrides?: { candidate: string[]; baseline: string[] };
+  guard?: Record<string, unknown> | null;
+  paused_by_guard: boolean;
+  stats?: Record<string, unknown> | null;
   [key: string]: unknown;
 }
 
@@ -120,6 +128,8 @@ export interface AssembledPlain {
   model: ModelConfig | null;
   release: ReleaseTrace | null;
   pinned: boolean;
+  /** The version a revocation re-pinned the session from (only then). */
+  repinned_from?: number;
 }
 
 /** Messages of the openai format: only role, content, name, tool_call_id, tool_calls. */
@@ -164,8 +174,9 @@ export interface Session {
   state: "open" | "closed";
   fence: number;
   lease: { holder: string; fence: number; expires_at: string } | null;
-  metadata: JSONValue | null;
+  metadata: Record<string, JSONValue>;
   idle_ttl_ms: number;
+  turn_count: number;
   created_at: string;
   updated_at: string;
   turns?: Turn[];
@@ -179,7 +190,7 @@ export interface NewTurn {
   name?: string;
   tool_call_id?: string;
   tool_calls?: ToolCall[];
-  metadata?: JSONValue;
+  metadata?: Record<string, JSONValue>;
 }
 
 export interface Turn extends NewTurn {
@@ -208,15 +219,19 @@ export interface GenericLease {
 
 export interface Event {
   seq: number;
-  id: string;
+  /** The audit event's id. */
+  id: number;
   at: string;
   action: string;
   agent?: string;
   env?: string;
   board?: string;
-  resource?: string;
+  resource: string;
   revision?: number;
-  details?: Record<string, unknown>;
+  details: Record<string, unknown>;
+  /** Admin tokens only. */
+  actor?: string;
+  instance?: string;
 }
 
 export interface BundleRelease {
@@ -227,7 +242,7 @@ export interface BundleRelease {
   candidate_version: number;
   basis_points: number;
   stickiness: "user" | "session";
-  overrides?: { candidate?: string[]; baseline?: string[] };
+  overrides: { candidate: string[]; baseline: string[] };
 }
 
 export interface BundleEnv {
@@ -260,7 +275,7 @@ export interface BoardRecord {
   owner: string | null;
   fence: number;
   claim_expires_at: string | null;
-  claim_ttl_ms?: number | null;
+  claim_ttl_ms: number;
   priority: number;
   attempts: number;
   payload: JSONValue;

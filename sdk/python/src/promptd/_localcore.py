@@ -107,7 +107,7 @@ class Core:
         return pin.agent, pin.version
 
     def learn(self, s: Session) -> Optional[Pin]:
-        if s.state != "open" or s.pinned_version is None:
+        if s.state != "open" or not s.pinned_version:
             return None
         pin = Pin(s.agent, s.env, s.pinned_version, s.user_id)
         self.pins[s.session_id] = pin

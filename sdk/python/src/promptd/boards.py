@@ -49,6 +49,9 @@ class Record:
     priority: int
     attempts: int
     payload: Any
+    dedupe_key: Optional[str] = None
+    created_at: str = ""
+    updated_at: str = ""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @staticmethod
@@ -57,7 +60,8 @@ class Record:
                       state=str(d.get("state", "")), owner=d.get("owner"), fence=int(d.get("fence") or 0),
                       claim_expires_at=d.get("claim_expires_at"), claim_ttl_ms=int(d.get("claim_ttl_ms") or 0),
                       priority=int(d.get("priority") or 0), attempts=int(d.get("attempts") or 0),
-                      payload=d.get("payload"), raw=d)
+                      payload=d.get("payload"), dedupe_key=d.get("dedupe_key"),
+                      created_at=str(d.get("created_at", "")), updated_at=str(d.get("updated_at", "")), raw=d)
 
 
 def _record(r: httpx.Response) -> Record:

@@ -15,6 +15,14 @@ def _str(v: Any) -> str:
     return v if isinstance(v, str) else ""
 
 
+def _opt_dict(v: Any) -> Optional[dict[str, Any]]:
+    return v if isinstance(v, dict) else None
+
+
+def _dicts(v: Any) -> list[dict[str, Any]]:
+    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+
 @dataclass
 class Trace:
     """Why a release decided the version: ``arm`` baseline|candidate,
@@ -88,13 +96,15 @@ class Turn:
     tool_call_id: Optional[str] = None
     tool_calls: Optional[list[Any]] = None
     metadata: Optional[dict[str, Any]] = None
+    # Set on a turn read from promptd (seq, created_at); a turn to append has neither.
     seq: Optional[int] = None
+    created_at: Optional[str] = None
 
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> "Turn":
         return Turn(role=_str(d.get("role")), content=d.get("content"), name=d.get("name"),
                     tool_call_id=d.get("tool_call_id"), tool_calls=d.get("tool_calls"),
-                    metadata=d.get("metadata"), seq=_opt_int(d.get("seq")))
+                    metadata=d.get("metadata"), seq=_opt_int(d.get("seq")), created_at=d.get("created_at"))
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "content": self.content}
@@ -114,11 +124,15 @@ class LeaseInfo:
 
 @dataclass(frozen=True)
 class Session:
+    """A session: as GET /v1/sessions/{id} answers it (SessionDetail), or as
+    create and close do (no turns nor state keys: ``turns`` and ``state_keys``
+    are then empty, ``next_since`` None)."""
+
     session_id: str
     agent: str
     env: str
     user_id: Optional[str]
-    pinned_version: Optional[int]
+    pinned_version: int
     revision: int
     state: str
     fence: int
@@ -126,20 +140,31 @@ class Session:
     metadata: Any
     turns: list[Turn]
     state_keys: list[str]
-    next: Optional[str]
+    next_since: Optional[int]
+    idle_ttl_ms: int = 0
+    turn_count: int = 0
+    created_at: str = ""
+    updated_at: str = ""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def next(self) -> Optional[int]:
+        """``next_since``, by its former name."""
+        return self.next_since
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> "Session":
         lease = d.get("lease")
         return Session(
             session_id=_str(d.get("session_id")), agent=_str(d.get("agent")), env=_str(d.get("env")),
-            user_id=d.get("user_id") or None, pinned_version=_opt_int(d.get("pinned_version")),
+            user_id=d.get("user_id") or None, pinned_version=int(d.get("pinned_version") or 0),
             revision=int(d.get("revision") or 0), state=_str(d.get("state")), fence=int(d.get("fence") or 0),
             lease=LeaseInfo(holder=_str(lease.get("holder")), fence=int(lease.get("fence") or 0),
                             expires_at=_str(lease.get("expires_at"))) if isinstance(lease, Mapping) else None,
             metadata=d.get("metadata"), turns=[Turn.from_json(t) for t in d.get("turns") or []],
-            state_keys=list(d.get("state_keys") or []), next=d.get("next_since"), raw=d)
+            state_keys=list(d.get("state_keys") or []), next_since=_opt_int(d.get("next_since")),
+            idle_ttl_ms=int(d.get("idle_ttl_ms") or 0), turn_count=int(d.get("turn_count") or 0),
+            created_at=_str(d.get("created_at")), updated_at=_str(d.get("updated_at")), raw=d)
 
 
 @dataclass(frozen=True)
@@ -211,6 +236,9 @@ class EnvPointer:
     revision: int
     revoked: list[int]
     release: Optional[dict[str, Any]]
+    updated_at: str = ""
+    updated_by: str = ""
+    history: list[dict[str, Any]] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @staticmethod
@@ -218,7 +246,8 @@ class EnvPointer:
         rel = d.get("release")
         return EnvPointer(agent=_str(d.get("agent")), env=_str(d.get("env")), version=int(d.get("version") or 0),
                           revision=int(d.get("revision") or 0), revoked=[int(v) for v in d.get("revoked") or []],
-                          release=rel if isinstance(rel, dict) else None, raw=d)
+                          release=rel if isinstance(rel, dict) else None, updated_at=_str(d.get("updated_at")),
+                          updated_by=_str(d.get("updated_by")), history=_dicts(d.get("history")), raw=d)
 
 
 @dataclass(frozen=True)
@@ -232,14 +261,35 @@ class Release:
     percent: Any
     stickiness: str
     revision: int
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    steps_applied: int = 0
+    next_step_at: Optional[str] = None
+    message: str = ""
+    created_by: str = ""
+    created_at: str = ""
+    updated_at: str = ""
+    paused_by_guard: bool = False
+    # None where promptd leaves them out: history in lists, overrides and guard when unset.
+    history: Optional[list[dict[str, Any]]] = None
+    overrides: Optional[dict[str, Any]] = None
+    guard: Optional[dict[str, Any]] = None
+    stats: Optional[dict[str, Any]] = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> "Release":
+        history = d.get("history")
         return Release(id=_str(d.get("id")), agent=_str(d.get("agent")), env=_str(d.get("env")),
                        state=_str(d.get("state")), baseline_version=int(d.get("baseline_version") or 0),
                        candidate_version=int(d.get("candidate_version") or 0), percent=d.get("percent"),
-                       stickiness=_str(d.get("stickiness")), revision=int(d.get("revision") or 0), raw=d)
+                       stickiness=_str(d.get("stickiness")), revision=int(d.get("revision") or 0),
+                       steps=_dicts(d.get("steps")), steps_applied=int(d.get("steps_applied") or 0),
+                       next_step_at=d.get("next_step_at"), message=_str(d.get("message")),
+                       created_by=_str(d.get("created_by")), created_at=_str(d.get("created_at")),
+                       updated_at=_str(d.get("updated_at")), paused_by_guard=d.get("paused_by_guard") is True,
+                       history=_dicts(history) if isinstance(history, list) else None,
+                       overrides=_opt_dict(d.get("overrides")), guard=_opt_dict(d.get("guard")),
+                       stats=_opt_dict(d.get("stats")), raw=d)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,265 @@
+"""The SDK's wire models against the HTTP contract, api/openapi.yaml.
+
+MIRRORS names, for every public model class, the schema (or schemas) it
+mirrors. A class's dataclass fields must be that schema's properties, by
+name, and a field may be None (``Optional[...]``, or a default of None)
+exactly when the schema lets the property be null or absent (a field typed
+Any, without a None default, says nothing about None and is not checked for
+it). What differs on purpose is listed beside the class with the reason; an exception that no
+longer applies fails too. $ref, allOf (members of every part) and
+oneOf/anyOf (members of any branch, required in all) are resolved.
+No promptd is needed: this reads files only."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from promptd import boards, models
+
+SPEC_PATH = ROOT / "api" / "openapi.yaml"
+
+
+@dataclass(frozen=True)
+class Mirror:
+    # Pointers under #/components/schemas ("Env", "StateEntries/additionalProperties").
+    # Several: the class reads (or writes) each of them; a property of one only may be absent.
+    schemas: tuple[str, ...]
+    # Model fields that are not on the wire -> why.
+    client_only: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # Schema properties the model leaves out -> why.
+    not_carried: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # Fields whose None-ness differs from the schema's -> why.
+    nullability: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+
+# Every model keeps the decoded answer whole in ``raw`` (fields of a newer server).
+EVERY_CLIENT_ONLY = {"raw": "the decoded JSON, kept whole"}
+
+MIRRORS: dict[type, Mirror] = {
+    models.Trace: Mirror(
+        ("Trace",),
+        nullability={"percent": "the same class carries the Promptd-Release header's trace (format=openai), "
+                                "which has no percent"}),
+    models.Resolved: Mirror(("Prompt",)),
+    models.Assembled: Mirror(
+        ("Assembled",),
+        client_only={"format": "the format asked for (plain or openai): which schema body follows",
+                     "body": "the answer as sent: Assembled for plain, OpenAIChatRequest for openai"},
+        # The class wraps either format's answer; only what both give is a field.
+        not_carried={k: "in body (format=plain); the openai body has no such member"
+                     for k in ("content_hash", "messages", "model", "pinned", "repinned_from", "tools")},
+        nullability={"version": "for format=openai it is read from the Promptd-Version header: None if absent"}),
+    models.Turn: Mirror(("Turn", "TurnInput")),  # read from a session, and appended (to_json)
+    models.LeaseInfo: Mirror(("LeaseInfo",)),
+    models.Session: Mirror(
+        ("SessionDetail", "Session"),  # GET answers the detail; create and close the session alone
+        nullability={"turns": "[] when the answer has none (create, close)",
+                     "state_keys": "[] when the answer has none (create, close)"}),
+    models.Appended: Mirror(("Appended",)),
+    models.StateEntry: Mirror(
+        ("StateEntries/additionalProperties",),
+        client_only={"key": "the entry's key: the map's key in GET .../state (StateWritten.key on a write)"}),
+    models.LeaseGrant: Mirror(("SessionLease",)),
+    models.Leases: Mirror(("Leases",)),
+    models.Version: Mirror(("Version",)),
+    models.EnvPointer: Mirror(("Env",)),
+    models.Release: Mirror(("Release",)),
+    models.Page: Mirror(("VersionList", "AgentList", "ReleaseList", "FeedPage", "ExposureList")),
+    boards.Record: Mirror(("Record",)),
+}
+
+
+def load_spec() -> dict[str, Any]:
+    with open(SPEC_PATH, encoding="utf-8") as f:
+        spec: dict[str, Any] = yaml.safe_load(f)
+    return spec
+
+
+def pointer(spec: Mapping[str, Any], ref: str) -> Any:
+    node: Any = spec
+    for part in ref.lstrip("#/").split("/"):
+        node = node[int(part)] if isinstance(node, list) else node[part.replace("~1", "/").replace("~0", "~")]
+    return node
+
+
+def deref(spec: Mapping[str, Any], node: Any) -> Any:
+    while isinstance(node, Mapping) and "$ref" in node:
+        node = pointer(spec, node["$ref"])
+    return node
+
+
+def is_null(node: Any) -> bool:
+    return isinstance(node, Mapping) and node.get("type") == "null"
+
+
+@dataclass
+class Shape:
+    props: dict[str, list[Any]]  # name -> its schema in each part or branch that has it
+    required: set[str]
+
+
+def shape(spec: Mapping[str, Any], node: Any) -> Shape:
+    """The members of an object schema: its own, every allOf part's, and
+    oneOf/anyOf's (a member of any branch, required when every branch requires
+    it); a null branch is left out (it makes the object nullable, not smaller)."""
+    node = deref(spec, node)
+    out = Shape({k: [v] for k, v in (node.get("properties") or {}).items()}, set(node.get("required") or ()))
+
+    def add(s: Shape) -> None:
+        for k, v in s.props.items():
+            out.props.setdefault(k, []).extend(v)
+
+    for part in node.get("allOf") or ():
+        s = shape(spec, part)
+        add(s)
+        out.required |= s.required
+    branches = [shape(spec, b) for b in (node.get("oneOf") or []) + (node.get("anyOf") or [])
+                if not is_null(deref(spec, b))]
+    for s in branches:
+        add(s)
+    if branches:
+        out.required |= set.intersection(*(s.required for s in branches))
+    return out
+
+
+_CONSTRAINTS = {"type", "enum", "const", "oneOf", "anyOf", "allOf", "properties", "items", "$ref", "not"}
+
+
+def nullable(spec: Mapping[str, Any], node: Any) -> bool:
+    """Whether a value of this schema may be JSON null."""
+    node = deref(spec, node)
+    if not isinstance(node, Mapping) or not _CONSTRAINTS & node.keys():
+        return True  # any JSON ({} or a description only)
+    t = node.get("type")
+    if t == "null" or (isinstance(t, list) and "null" in t):
+        return True
+    if "enum" in node and None in node["enum"]:
+        return True
+    if any(nullable(spec, b) for b in (node.get("oneOf") or []) + (node.get("anyOf") or [])):
+        return True
+    parts = node.get("allOf") or []
+    return bool(parts) and all(nullable(spec, p) for p in parts) and "type" not in node
+
+
+def may_be_none(hint: Any) -> bool:
+    if typing.get_origin(hint) in (typing.Union, getattr(types, "UnionType", typing.Union)):
+        return type(None) in typing.get_args(hint)
+    return False
+
+
+def drift(cls: type, mirror: Mirror, spec: Mapping[str, Any]) -> list[str]:
+    """What differs between the model class and the schemas it mirrors (besides
+    the listed exceptions), and each listed exception that no longer applies."""
+    name = cls.__name__
+    where = ", ".join(mirror.schemas)
+    shapes = [shape(spec, pointer(spec, "#/components/schemas/" + s)) for s in mirror.schemas]
+    props: dict[str, list[Any]] = {}
+    for s in shapes:
+        for k, v in s.props.items():
+            props.setdefault(k, []).extend(v)
+    required = set.intersection(*(s.required for s in shapes))
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    client_only = {**EVERY_CLIENT_ONLY, **mirror.client_only}
+    out: list[str] = []
+    for k in mirror.client_only:
+        if k not in fields or k in props:
+            out.append(f"{name}: client-only {k!r} is {'on the wire' if k in props else 'no field'}: drop the exception")
+    for k in mirror.not_carried:
+        if k not in props or k in fields:
+            out.append(f"{name}: not-carried {k!r} is {'a field' if k in fields else 'not in ' + where}: drop the exception")
+    wire = {k: f for k, f in fields.items() if k not in client_only}
+    for k in sorted(props.keys() - wire.keys() - mirror.not_carried.keys()):
+        out.append(f"{name}: {where} has {k!r}, the model has no such field")
+    for k in sorted(wire.keys() - props.keys()):
+        out.append(f"{name}: field {k!r} is not a property of {where}")
+    for k in sorted(wire.keys() & props.keys()):
+        f = wire[k]
+        schema_none = k not in required or any(nullable(spec, p) for p in props[k])
+        if hints[k] is Any and f.default is not None:
+            continue  # untyped: says nothing about None
+        model_none = may_be_none(hints[k]) or f.default is None
+        if (schema_none != model_none) != (k in mirror.nullability):
+            if k in mirror.nullability:
+                out.append(f"{name}.{k}: None-ness agrees with {where} now: drop the exception")
+            elif schema_none:
+                out.append(f"{name}.{k}: {where} lets it be null or absent, the model never holds None (make it Optional)")
+            else:
+                out.append(f"{name}.{k}: {where} requires it non-null, the model lets it be None")
+    for k in mirror.nullability:
+        if k not in wire or k not in props:
+            out.append(f"{name}: nullability exception {k!r} names no field of both: drop it")
+    return out
+
+
+@pytest.fixture(scope="module")
+def spec() -> dict[str, Any]:
+    return load_spec()
+
+
+@pytest.mark.parametrize("cls", list(MIRRORS), ids=lambda c: c.__name__)
+def test_model_matchesItsSchema(spec: dict[str, Any], cls: type) -> None:
+    assert drift(cls, MIRRORS[cls], spec) == []
+
+
+def test_everyPublicModel_isInTheTable() -> None:
+    public = {c for n, c in inspect.getmembers(models, inspect.isclass)
+              if c.__module__ == models.__name__ and not n.startswith("_")}
+    public |= {c for n, c in inspect.getmembers(boards, dataclasses.is_dataclass)
+               if isinstance(c, type) and c.__module__ == boards.__name__ and not n.startswith("_")}
+    assert sorted(c.__name__ for c in public - MIRRORS.keys()) == []
+    assert len(public) >= 14
+
+
+# Controls: the check is able to fail.
+def test_drift_renamedSchemaProperty_isReported(spec: dict[str, Any]) -> None:
+    drifted = copy.deepcopy(spec)
+    v = drifted["components"]["schemas"]["Version"]
+    v["properties"]["author"] = v["properties"].pop("created_by")
+    v["required"] = ["author" if r == "created_by" else r for r in v["required"]]
+    assert drift(models.Version, MIRRORS[models.Version], drifted) == [
+        "Version: Version has 'author', the model has no such field",
+        "Version: field 'created_by' is not a property of Version",
+    ]
+
+
+def test_drift_extraOrLooselyTypedModelField_isReported(spec: dict[str, Any]) -> None:
+    @dataclass(frozen=True)
+    class Version(models.Version):
+        author: str = ""
+
+    assert drift(Version, MIRRORS[models.Version], spec) == ["Version: field 'author' is not a property of Version"]
+
+    @dataclass(frozen=True)
+    class LeaseInfo:
+        holder: str
+        fence: Optional[int]
+        expires_at: str = ""
+
+    assert drift(LeaseInfo, MIRRORS[models.LeaseInfo], spec) == [
+        "LeaseInfo.fence: LeaseInfo requires it non-null, the model lets it be None"]
+
+
+def test_drift_requiredBecomesOptional_isReported(spec: dict[str, Any]) -> None:
+    drifted = copy.deepcopy(spec)
+    drifted["components"]["schemas"]["Version"]["required"].remove("message")
+    assert drift(models.Version, MIRRORS[models.Version], drifted) == [
+        "Version.message: Version lets it be null or absent, the model never holds None (make it Optional)"]
+
+
+def test_drift_staleException_isReported(spec: dict[str, Any]) -> None:
+    stale = Mirror(("Version",), not_carried={"created_by": "x"}, nullability={"message": "y"})
+    assert drift(models.Version, stale, spec) == [
+        "Version: not-carried 'created_by' is a field: drop the exception",
+        "Version.message: None-ness agrees with Version now: drop the exception",
+    ]
