@@ -8,35 +8,19 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/promptd/promptd/board"
+	"github.com/promptd/promptd/wire"
 )
 
-// recordResponse is a board record as every board route answers it.
-type recordResponse struct {
-	Board          string          `json:"board"`
-	ID             string          `json:"id"`
-	Revision       int64           `json:"revision"`
-	State          string          `json:"state"`
-	Owner          *string         `json:"owner"`
-	Fence          int64           `json:"fence"`
-	ClaimExpiresAt *timestamp      `json:"claim_expires_at"`
-	ClaimTTLMs     int64           `json:"claim_ttl_ms"`
-	Priority       int64           `json:"priority"`
-	Attempts       int64           `json:"attempts"`
-	Payload        json.RawMessage `json:"payload"`
-	DedupeKey      *string         `json:"dedupe_key"`
-	CreatedAt      timestamp       `json:"created_at"`
-	UpdatedAt      timestamp       `json:"updated_at"`
-}
-
-func recordBody(r *board.Record) recordResponse {
-	out := recordResponse{Board: r.Board, ID: r.ID, Revision: r.Revision, State: r.State, Fence: r.Fence, ClaimTTLMs: r.ClaimTTLMs,
-		Priority: r.Priority, Attempts: r.Attempts, Payload: r.Payload, CreatedAt: timestamp(r.CreatedAt), UpdatedAt: timestamp(r.UpdatedAt)}
+// recordBody is r as every board route answers it.
+func recordBody(r *board.Record) wire.Record {
+	out := wire.Record{Board: r.Board, ID: r.ID, Revision: r.Revision, State: r.State, Fence: r.Fence, ClaimTTLMs: r.ClaimTTLMs,
+		Priority: r.Priority, Attempts: r.Attempts, Payload: r.Payload, CreatedAt: wire.At(r.CreatedAt), UpdatedAt: wire.At(r.UpdatedAt)}
 	if r.Owner != "" {
 		o := r.Owner
 		out.Owner = &o
 	}
 	if r.ClaimExpiresAt != nil {
-		t := timestamp(*r.ClaimExpiresAt)
+		t := wire.At(*r.ClaimExpiresAt)
 		out.ClaimExpiresAt = &t
 	}
 	if r.DedupeKey != "" {
@@ -48,34 +32,17 @@ func recordBody(r *board.Record) recordResponse {
 
 func recordEntity(r *board.Record) any { return recordBody(r) }
 
-// claimResponse is a granted claim: the record and the fence every write
+// claimEntity is a granted claim: the record and the fence every write
 // under the claim carries.
-type claimResponse struct {
-	Record recordResponse `json:"record"`
-	Fence  int64          `json:"fence"`
-}
+func claimEntity(r *board.Record) any { return wire.Claim{Record: recordBody(r), Fence: r.Fence} }
 
-func claimEntity(r *board.Record) any { return claimResponse{Record: recordBody(r), Fence: r.Fence} }
-
-// boardResponse is a board and its state machine.
-type boardResponse struct {
-	Board       string              `json:"board"`
-	Revision    int64               `json:"revision"`
-	States      []string            `json:"states"`
-	Initial     string              `json:"initial"`
-	Transitions map[string][]string `json:"transitions"`
-	Claim       board.ClaimRule     `json:"claim"`
-	Terminal    []string            `json:"terminal"`
-	Quota       board.Quota         `json:"quota"`
-	CreatedBy   string              `json:"created_by"`
-	CreatedAt   timestamp           `json:"created_at"`
-	UpdatedAt   timestamp           `json:"updated_at"`
-}
-
-func boardBody(b *board.Board) boardResponse {
+// boardBody is a board and its state machine.
+func boardBody(b *board.Board) wire.Board {
 	d := b.Definition
-	return boardResponse{Board: b.Board, Revision: b.Revision, States: d.States, Initial: d.Initial, Transitions: d.Transitions,
-		Claim: d.Claim, Terminal: d.Terminal, Quota: d.Quota, CreatedBy: b.CreatedBy, CreatedAt: timestamp(b.CreatedAt), UpdatedAt: timestamp(b.UpdatedAt)}
+	return wire.Board{Board: b.Board, Revision: b.Revision,
+		BoardDefinition: wire.BoardDefinition{States: d.States, Initial: d.Initial, Transitions: d.Transitions,
+			Claim: d.Claim, Terminal: d.Terminal, Quota: d.Quota},
+		CreatedBy: b.CreatedBy, CreatedAt: wire.At(b.CreatedAt), UpdatedAt: wire.At(b.UpdatedAt)}
 }
 
 // boardTarget is the prelude of every /v1/boards/{board} handler.
@@ -246,11 +213,11 @@ func (s *Server) handleListRecords(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	items := make([]recordResponse, len(rs))
+	items := make([]wire.Record, len(rs))
 	for i, r := range rs {
 		items[i] = recordBody(r)
 	}
-	return s.send(c, http.StatusOK, list[recordResponse]{Items: items, Next: cursor(next)})
+	return s.send(c, http.StatusOK, list[wire.Record]{Items: items, Next: cursor(next)})
 }
 
 // handleGetRecord: GET /v1/boards/{board}/records/{id}; ETag "<revision>".
@@ -387,13 +354,6 @@ type heartbeatRequest struct {
 	TTLMs *int64 `json:"ttl_ms"`
 }
 
-// heartbeatResponse is the answer to a heartbeat.
-type heartbeatResponse struct {
-	Revision       int64     `json:"revision"`
-	ClaimExpiresAt timestamp `json:"claim_expires_at"`
-	ClaimTTLMs     int64     `json:"claim_ttl_ms"`
-}
-
 // handleHeartbeat: POST /v1/boards/{board}/records/{id}/heartbeat
 // (runtime): extends the claim by ttl_ms (default: the claim's) from now
 // by the SQL clock; the claim's fence, before it expires.
@@ -417,9 +377,9 @@ func (s *Server) handleHeartbeat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := heartbeatResponse{Revision: r.Revision, ClaimTTLMs: r.ClaimTTLMs}
+	out := wire.Heartbeat{Revision: r.Revision, ClaimTTLMs: r.ClaimTTLMs}
 	if r.ClaimExpiresAt != nil {
-		out.ClaimExpiresAt = timestamp(*r.ClaimExpiresAt)
+		out.ClaimExpiresAt = wire.At(*r.ClaimExpiresAt)
 	}
 	return s.send(c, http.StatusOK, out)
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/promptd/promptd/release"
+	"github.com/promptd/promptd/wire"
 )
 
 // envRollbackRequest is the body of POST /v1/agents/{agent}/envs/{env}/rollback.
@@ -24,10 +25,10 @@ func (r *envRollbackRequest) validate() error {
 
 // envRollbackResponse is what an env rollback did.
 type envRollbackResponse struct {
-	Env         envResponse      `json:"env"`
-	Release     *releaseResponse `json:"release"`
-	FromVersion int              `json:"from_version"`
-	ToVersion   int              `json:"to_version"`
+	Env         envResponse   `json:"env"`
+	Release     *wire.Release `json:"release"`
+	FromVersion int           `json:"from_version"`
+	ToVersion   int           `json:"to_version"`
 }
 
 // handleEnvRollback: POST /v1/agents/{agent}/envs/{env}/rollback (admin).

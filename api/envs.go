@@ -11,19 +11,20 @@ import (
 
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
+	"github.com/promptd/promptd/wire"
 )
 
 // envResponse is an env pointer as SQL has it.
 type envResponse struct {
-	Agent     string           `json:"agent"`
-	Env       string           `json:"env"`
-	Version   int              `json:"version"`
-	Revision  int64            `json:"revision"`
-	UpdatedAt timestamp        `json:"updated_at"`
-	UpdatedBy string           `json:"updated_by"`
-	History   []moveResponse   `json:"history"`
-	Revoked   []int            `json:"revoked"`
-	Release   *releaseResponse `json:"release"`
+	Agent     string         `json:"agent"`
+	Env       string         `json:"env"`
+	Version   int            `json:"version"`
+	Revision  int64          `json:"revision"`
+	UpdatedAt timestamp      `json:"updated_at"`
+	UpdatedBy string         `json:"updated_by"`
+	History   []moveResponse `json:"history"`
+	Revoked   []int          `json:"revoked"`
+	Release   *wire.Release  `json:"release"`
 }
 
 // moveResponse is one move of an env pointer.

@@ -49,17 +49,6 @@ func (s *Server) handleListSessions(c echo.Context) error {
 	return s.send(c, http.StatusOK, out)
 }
 
-// boardSummary is a board in GET /v1/boards: its revision and how many
-// records are in each state of its machine.
-type boardSummary struct {
-	Board     string           `json:"board"`
-	Revision  int64            `json:"revision"`
-	CreatedBy string           `json:"created_by"`
-	Counts    map[string]int64 `json:"counts"`
-	CreatedAt timestamp        `json:"created_at"`
-	UpdatedAt timestamp        `json:"updated_at"`
-}
-
 // handleListBoards: GET /v1/boards?limit=&cursor= (runtime), by name.
 func (s *Server) handleListBoards(c echo.Context) error {
 	page, err := pageOf(c)
@@ -71,11 +60,11 @@ func (s *Server) handleListBoards(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := list[boardSummary]{Items: make([]boardSummary, 0, len(boards)), Next: cursor(next)}
+	out := list[wire.BoardSummary]{Items: make([]wire.BoardSummary, 0, len(boards)), Next: cursor(next)}
 	for _, b := range boards {
 		if visible(t, "", "", b.Board) {
-			out.Items = append(out.Items, boardSummary{Board: b.Board, Revision: b.Revision, CreatedBy: b.CreatedBy, Counts: b.Counts,
-				CreatedAt: timestamp(b.CreatedAt), UpdatedAt: timestamp(b.UpdatedAt)})
+			out.Items = append(out.Items, wire.BoardSummary{Board: b.Board, Revision: b.Revision, CreatedBy: b.CreatedBy, Counts: b.Counts,
+				CreatedAt: wire.At(b.CreatedAt), UpdatedAt: wire.At(b.UpdatedAt)})
 		}
 	}
 	return s.send(c, http.StatusOK, out)

@@ -10,54 +10,21 @@ import (
 
 	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/release/guard"
+	"github.com/promptd/promptd/wire"
 )
 
-// releaseResponse is a release as the API shows it: the release package's
-// Release with the API's times (RFC 3339 UTC, milliseconds).
-type releaseResponse struct {
-	ID               string               `json:"id"`
-	Agent            string               `json:"agent"`
-	Env              string               `json:"env"`
-	State            release.State        `json:"state"`
-	BaselineVersion  int                  `json:"baseline_version"`
-	CandidateVersion int                  `json:"candidate_version"`
-	Percent          json.Number          `json:"percent"`
-	Stickiness       string               `json:"stickiness"`
-	Steps            []release.Step       `json:"steps"`
-	StepsApplied     int                  `json:"steps_applied"`
-	NextStepAt       *timestamp           `json:"next_step_at"`
-	Revision         int64                `json:"revision"`
-	Message          string               `json:"message"`
-	CreatedBy        string               `json:"created_by"`
-	CreatedAt        timestamp            `json:"created_at"`
-	UpdatedAt        timestamp            `json:"updated_at"`
-	History          []transitionResponse `json:"history,omitempty"`
-	// Overrides are the hashed keys forced onto each arm (never raw ids:
-	// they are not stored, see release.Overrides); not in lists.
-	Overrides *release.Overrides `json:"overrides,omitempty"`
-	Guard     *guardResponse     `json:"guard"`
-	// PausedByGuard: a guard's trip paused the release, and it has not
-	// resumed since, whatever became of the guard: resuming it is gated.
-	PausedByGuard bool         `json:"paused_by_guard"`
-	Stats         *guard.Stats `json:"stats"`
-}
-
-// guardResponse is a release's guard: its configuration and state.
-type guardResponse struct {
-	guard.Config
-	State     guard.State `json:"state"`
-	DecidedAt *timestamp  `json:"decided_at,omitempty"`
-	Reason    string      `json:"reason,omitempty"`
-	Since     timestamp   `json:"since"`
-}
-
-func guardBody(g *release.GuardStatus) *guardResponse {
+// guardBody is a release's guard as answers show it: its configuration
+// and state.
+func guardBody(g *release.GuardStatus) *wire.Guard {
 	if g == nil {
 		return nil
 	}
-	out := &guardResponse{Config: g.Config, State: g.State, Reason: g.Reason, Since: timestamp(g.Since)}
+	c := g.Config
+	out := &wire.Guard{GuardConfig: wire.GuardConfig{Metric: string(c.Metric), MaxDegradation: c.MaxDegradation,
+		MinSamples: c.MinSamples, Confidence: c.Confidence, Action: string(c.Action), GateSteps: c.GateSteps},
+		State: string(g.State), Reason: g.Reason, Since: wire.At(g.Since)}
 	if g.DecidedAt != nil {
-		t := timestamp(*g.DecidedAt)
+		t := wire.At(*g.DecidedAt)
 		out.DecidedAt = &t
 	}
 	return out
@@ -81,40 +48,29 @@ func guardInput(raw json.RawMessage) (*guard.Config, bool, error) {
 	return c, true, err
 }
 
-// transitionResponse is one entry of a release's history.
-type transitionResponse struct {
-	Revision int64         `json:"revision"`
-	Action   string        `json:"action"`
-	From     release.State `json:"from"`
-	To       release.State `json:"to"`
-	Percent  json.Number   `json:"percent"`
-	Actor    string        `json:"actor"`
-	Reason   string        `json:"reason,omitempty"`
-	At       timestamp     `json:"at"`
-}
-
-func releaseBody(r *release.Release) releaseResponse {
-	out := releaseResponse{ID: r.ID, Agent: r.Agent, Env: r.Env, State: r.State, BaselineVersion: r.BaselineVersion,
+// releaseBody is r as release answers show it.
+func releaseBody(r *release.Release) wire.Release {
+	out := wire.Release{ID: r.ID, Agent: r.Agent, Env: r.Env, State: string(r.State), BaselineVersion: r.BaselineVersion,
 		CandidateVersion: r.CandidateVersion, Percent: r.Percent, Stickiness: r.Stickiness, Steps: r.Steps,
 		StepsApplied: r.StepsApplied, Revision: r.Revision, Message: r.Message, CreatedBy: r.CreatedBy,
-		CreatedAt: timestamp(r.CreatedAt), UpdatedAt: timestamp(r.UpdatedAt), Guard: guardBody(r.Guard), Stats: r.Stats,
+		CreatedAt: wire.At(r.CreatedAt), UpdatedAt: wire.At(r.UpdatedAt), Guard: guardBody(r.Guard), Stats: r.Stats,
 		PausedByGuard: r.PausedByGuard}
 	if r.History != nil { // a release read whole (not a list item)
 		o := r.Overrides
 		out.Overrides = &o
 	}
 	if out.Steps == nil {
-		out.Steps = []release.Step{}
+		out.Steps = []wire.Step{}
 	}
 	if r.NextStepAt != nil {
-		t := timestamp(*r.NextStepAt)
+		t := wire.At(*r.NextStepAt)
 		out.NextStepAt = &t
 	}
 	if len(r.History) > 0 {
-		out.History = make([]transitionResponse, len(r.History))
+		out.History = make([]wire.Transition, len(r.History))
 		for i, h := range r.History {
-			out.History[i] = transitionResponse{Revision: h.Revision, Action: h.Action, From: h.From, To: h.To,
-				Percent: h.Percent, Actor: h.Actor, Reason: h.Reason, At: timestamp(h.At)}
+			out.History[i] = wire.Transition{Revision: h.Revision, Action: h.Action, From: string(h.From), To: string(h.To),
+				Percent: h.Percent, Actor: h.Actor, Reason: h.Reason, At: wire.At(h.At)}
 		}
 	}
 	return out
@@ -122,7 +78,6 @@ func releaseBody(r *release.Release) releaseResponse {
 
 func releaseEntity(r *release.Release) any { return releaseBody(r) }
 
-// releases is the release service, or 500 internal when none is wired.
 // sendRelease answers with a release and its revision as ETag (what
 // If-Match names on PATCH and the transitions), with its outcome
 // statistics and guard state (not on a create: none yet, and a replay
@@ -263,7 +218,7 @@ func (s *Server) handleListReleases(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := list[releaseResponse]{Items: make([]releaseResponse, len(items)), Next: cursor(next)}
+	out := list[wire.Release]{Items: make([]wire.Release, len(items)), Next: cursor(next)}
 	for i, r := range items {
 		if r.Guard != nil { // the figures a guard's state stands on (one query each)
 			if err := rs.Describe(ctx, r); err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/promptd/promptd/ident"
+	"github.com/promptd/promptd/wire"
 )
 
 // Limits of a definition.
@@ -30,19 +31,10 @@ type Definition struct {
 // ClaimRule says what a claim does: From -> To for TTLMs; an expired
 // claim goes back to ReclaimTo, or to Exhausted once the record was
 // claimed MaxAttempts times.
-type ClaimRule struct {
-	From        string `json:"from"`
-	To          string `json:"to"`
-	TTLMs       int64  `json:"ttl_ms"`
-	ReclaimTo   string `json:"reclaim_to"`
-	MaxAttempts int64  `json:"max_attempts"`
-	Exhausted   string `json:"exhausted"`
-}
+type ClaimRule = wire.ClaimRule
 
 // Quota limits claims per actor (token) per minute, cluster-wide; 0: none.
-type Quota struct {
-	ClaimsPerMinute int64 `json:"claims_per_minute"`
-}
+type Quota = wire.Quota
 
 // DefaultDefinition is the machine of a board created by its first
 // record: pending -> claimed -> running -> done | failed; claimed|running

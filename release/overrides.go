@@ -10,6 +10,7 @@ import (
 	"github.com/promptd/promptd/prompt"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/sqlstore"
+	"github.com/promptd/promptd/wire"
 )
 
 // Overrides force listed callers onto an arm, ahead of bucketing. They
@@ -23,10 +24,7 @@ import (
 // can show them. The hash is all that resolution (here and in the SDKs,
 // through the bundle) needs; an admin who wants to know whether an id is
 // listed hashes it, or resolves it.
-type Overrides struct {
-	Candidate []string `json:"candidate"`
-	Baseline  []string `json:"baseline"`
-}
+type Overrides = wire.Overrides
 
 // OverridesInput are the raw ids of a create or PATCH: each list replaces
 // the release's list (PATCH without overrides leaves them as they are).

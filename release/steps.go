@@ -4,15 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/promptd/promptd/wire"
 )
 
 // Step is one scheduled ramp step as the API takes and shows it: a new
 // percent, or a promotion, "after" the previous step (or the creation).
-type Step struct {
-	Percent json.Number `json:"percent,omitempty"`
-	Promote bool        `json:"promote,omitempty"`
-	After   string      `json:"after"`
-}
+type Step = wire.Step
 
 // Limits on steps.
 const (

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/promptd/promptd/wire"
 )
 
 // The codes of the board routes (api/openapi.yaml "Boards").
@@ -43,33 +45,22 @@ type BoardDefinition struct {
 	} `json:"quota"`
 }
 
-// Board is a board and its revision.
-type Board struct {
-	Board    string `json:"board"`
-	Revision int64  `json:"revision"`
-	BoardDefinition
-	CreatedBy string    `json:"created_by"` // the token that created it
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-}
-
-// Record is a board record.
-type Record struct {
-	Board          string          `json:"board"`
-	ID             string          `json:"id"`
-	Revision       int64           `json:"revision"`
-	State          string          `json:"state"`
-	Owner          string          `json:"owner"` // "" when not claimed
-	Fence          int64           `json:"fence"`
-	ClaimExpiresAt *time.Time      `json:"claim_expires_at"`
-	ClaimTTLMs     int64           `json:"claim_ttl_ms"`
-	Priority       int64           `json:"priority"`
-	Attempts       int64           `json:"attempts"`
-	Payload        json.RawMessage `json:"payload"`
-	DedupeKey      string          `json:"dedupe_key"`
-	CreatedAt      time.Time       `json:"created_at"`
-	UpdatedAt      time.Time       `json:"updated_at"`
-}
+// The board shapes are promptd's wire types (package wire): the server
+// encodes the same types.
+type (
+	// Board is a board, its state machine (every member set) and revision.
+	Board = wire.Board
+	// Record is a board record: Owner and ClaimExpiresAt are nil when it
+	// is not claimed, DedupeKey when it has none.
+	Record = wire.Record
+	// Claim is a granted claim: the record and the fence its writes carry.
+	Claim = wire.Claim
+	// Heartbeat is a claim's extension.
+	Heartbeat = wire.Heartbeat
+	// BoardSummary is a board as ListBoards lists it: Counts has every
+	// state of its machine with the number of records in it.
+	BoardSummary = wire.BoardSummary
+)
 
 // NewRecord is a record to create. Payload is any value encoding to JSON
 // (a json.RawMessage is sent as is); ID is generated when empty.
@@ -78,12 +69,6 @@ type NewRecord struct {
 	Payload   any
 	Priority  int64
 	DedupeKey string
-}
-
-// Claim is a granted claim: the record and the fence its writes carry.
-type Claim struct {
-	Record Record `json:"record"`
-	Fence  int64  `json:"fence"`
 }
 
 // ClaimRequest asks for a claim. TTL 0: the board's; Wait (up to 30 s):
@@ -103,13 +88,6 @@ type RecordUpdate struct {
 	State            string
 	Payload          any
 	Fence            int64
-}
-
-// Heartbeat is a claim's extension.
-type Heartbeat struct {
-	Revision       int64     `json:"revision"`
-	ClaimExpiresAt time.Time `json:"claim_expires_at"`
-	ClaimTTLMs     int64     `json:"claim_ttl_ms"`
 }
 
 // ListRecordsOptions filter and page a record listing.

@@ -95,7 +95,7 @@ func (h *HeldClaim) Update(ctx context.Context, state string, payload any) (*Rec
 	h.mu.Lock()
 	h.rec = *r
 	h.mu.Unlock()
-	if r.Owner == "" {
+	if r.Owner == nil {
 		h.cancel(ErrClaimEnded)
 		<-h.done
 	}

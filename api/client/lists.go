@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"net/http"
-	"time"
 )
 
 // ListSessionsOptions filter ListSessions: "" matches any agent, env or
@@ -26,17 +25,6 @@ func (c *Client) ListSessions(ctx context.Context, o ListSessionsOptions) (*Page
 	var p Page[SessionSummary]
 	_, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/sessions", query: q}, &p)
 	return ret(&p, err)
-}
-
-// BoardSummary is a board as ListBoards lists it: Counts has every state
-// of its machine with the number of records in it.
-type BoardSummary struct {
-	Board     string           `json:"board"`
-	Revision  int64            `json:"revision"`
-	CreatedBy string           `json:"created_by"`
-	Counts    map[string]int64 `json:"counts"`
-	CreatedAt time.Time        `json:"created_at"`
-	UpdatedAt time.Time        `json:"updated_at"`
 }
 
 // ListBoards lists boards by name (runtime). A scoped token's page omits

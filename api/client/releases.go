@@ -4,55 +4,51 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"time"
+
+	"github.com/promptd/promptd/wire"
 )
 
 // Release states.
 const (
-	StateRunning    = "running"
-	StatePaused     = "paused"
-	StatePromoted   = "promoted"
-	StateRolledBack = "rolled_back"
+	StateRunning    = wire.ReleaseRunning
+	StatePaused     = wire.ReleasePaused
+	StatePromoted   = wire.ReleasePromoted
+	StateRolledBack = wire.ReleaseRolledBack
 )
-
-// Release is a grayscale release of a candidate version in an env.
-type Release struct {
-	ID               string       `json:"id"`
-	Agent            string       `json:"agent"`
-	Env              string       `json:"env"`
-	State            string       `json:"state"`
-	BaselineVersion  int          `json:"baseline_version"`
-	CandidateVersion int          `json:"candidate_version"`
-	Percent          json.Number  `json:"percent"`
-	Stickiness       string       `json:"stickiness"`
-	Steps            []Step       `json:"steps"`
-	StepsApplied     int          `json:"steps_applied"`
-	NextStepAt       *time.Time   `json:"next_step_at"`
-	Revision         int64        `json:"revision"`
-	Message          string       `json:"message"`
-	CreatedBy        string       `json:"created_by"`
-	CreatedAt        time.Time    `json:"created_at"`
-	UpdatedAt        time.Time    `json:"updated_at"`
-	History          []Transition `json:"history,omitempty"`
-	Guard            *Guard       `json:"guard"` // nil: unguarded
-	// PausedByGuard: a guard's trip paused the release and it has not
-	// resumed since (whatever became of the guard); resuming it is gated.
-	PausedByGuard bool   `json:"paused_by_guard"`
-	Stats         *Stats `json:"stats"` // outcome figures; nil when the server has none
-}
 
 // Guard states.
 const (
-	GuardCollecting = "collecting"
-	GuardWatching   = "watching"
-	GuardTripped    = "tripped"
+	GuardCollecting = wire.GuardCollecting
+	GuardWatching   = wire.GuardWatching
+	GuardTripped    = wire.GuardTripped
 )
 
-// GuardConfig is a release's guard (api/openapi.yaml, Guarded releases): the
-// metric ("failure_rate" or "score"), MaxDegradation in its unit
-// (percentage points, or 0..1 for score), and optional members left zero
-// for the server's defaults (min_samples 200, confidence 0.95, action
-// "pause", gate_steps true).
+// The release shapes are promptd's wire types (package wire): the server
+// encodes the same types.
+type (
+	// Release is a grayscale release of a candidate version in an env.
+	Release = wire.Release
+	// Guard is a release's guard, every member set, and where it stands.
+	Guard = wire.Guard
+	// Stats are a release's outcome figures: per arm, the degradation's
+	// always-valid confidence sequence, and per reporting token.
+	Stats = wire.ReleaseStats
+	// ArmStats are one arm's bucket outcomes: Rate and Interval in
+	// percent, scores 0..1. The intervals are nil until both arms have the
+	// guard's minimum samples.
+	ArmStats = wire.ArmStats
+	// Step is one step of a release's ramp: a percent or a promotion, After
+	// (a Go duration such as "10m") counted from the previous step.
+	Step = wire.Step
+	// Transition is one entry of a release's history.
+	Transition = wire.Transition
+)
+
+// GuardConfig is a release's guard as a request gives it
+// (api/openapi.yaml, Guarded releases): the metric ("failure_rate" or
+// "score"), MaxDegradation in its unit (percentage points, or 0..1 for
+// score), and optional members left zero for the server's defaults
+// (min_samples 200, confidence 0.95, action "pause", gate_steps true).
 type GuardConfig struct {
 	Metric         string  `json:"metric"`
 	MaxDegradation float64 `json:"max_degradation"`
@@ -60,67 +56,6 @@ type GuardConfig struct {
 	Confidence     float64 `json:"confidence,omitempty"`
 	Action         string  `json:"action,omitempty"`
 	GateSteps      *bool   `json:"gate_steps,omitempty"`
-}
-
-// Guard is a release's guard and where it stands.
-type Guard struct {
-	GuardConfig
-	State     string     `json:"state"`
-	DecidedAt *time.Time `json:"decided_at,omitempty"`
-	Reason    string     `json:"reason,omitempty"`
-	Since     time.Time  `json:"since"`
-}
-
-// ArmStats are one arm's bucket outcomes: Rate and Interval in percent,
-// scores 0..1. The intervals are nil until both arms have the guard's
-// minimum samples.
-type ArmStats struct {
-	N             int64       `json:"n"`
-	Failures      int64       `json:"failures"`
-	Rate          float64     `json:"rate"`
-	ScoreMean     *float64    `json:"score_mean"`
-	Interval      *[2]float64 `json:"interval"`
-	Scored        int64       `json:"scored"`
-	ScoreInterval *[2]float64 `json:"score_interval"`
-}
-
-// Stats are a release's outcome figures: per arm, the degradation's
-// always-valid confidence sequence, and per reporting token.
-type Stats struct {
-	Baseline   ArmStats `json:"baseline"`
-	Candidate  ArmStats `json:"candidate"`
-	Difference *struct {
-		Estimate float64 `json:"estimate"`
-		Lower    float64 `json:"lower"`
-		Upper    float64 `json:"upper"`
-	} `json:"difference"`
-	ByToken map[string]struct {
-		Baseline  ArmStats `json:"baseline"`
-		Candidate ArmStats `json:"candidate"`
-	} `json:"by_token"`
-}
-
-// Active reports a running or paused release.
-func (r *Release) Active() bool { return r.State == StateRunning || r.State == StatePaused }
-
-// Step is one step of a release's ramp: a percent or a promotion, After
-// (a Go duration such as "10m") counted from the previous step.
-type Step struct {
-	Percent json.Number `json:"percent,omitempty"`
-	Promote bool        `json:"promote,omitempty"`
-	After   string      `json:"after"`
-}
-
-// Transition is one entry of a release's history.
-type Transition struct {
-	Revision int64       `json:"revision"`
-	Action   string      `json:"action"`
-	From     string      `json:"from"`
-	To       string      `json:"to"`
-	Percent  json.Number `json:"percent"`
-	Actor    string      `json:"actor"`
-	Reason   string      `json:"reason,omitempty"`
-	At       time.Time   `json:"at"`
 }
 
 // CreateReleaseRequest starts a release. Percent is a decimal number with

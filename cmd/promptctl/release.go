@@ -207,7 +207,7 @@ func releaseStatus(a *app, args []string) error {
 				if r.Guard != nil {
 					g = r.Guard.State
 				}
-				rows[i] = []string{r.ID, r.State, itoa(r.BaselineVersion), itoa(r.CandidateVersion), r.Percent.String() + "%", g, when(r.CreatedAt), r.CreatedBy}
+				rows[i] = []string{r.ID, r.State, itoa(r.BaselineVersion), itoa(r.CandidateVersion), r.Percent.String() + "%", g, when(r.CreatedAt.Time()), r.CreatedBy}
 			}
 			return rows
 		})
@@ -231,13 +231,13 @@ func (a *app) printRelease(r *client.Release, headline string) error {
 	fmt.Fprintf(a.stdout, "release %s: %s/%s %s, candidate %d at %s%% (baseline %d), stickiness %s, revision %d\n",
 		r.ID, r.Agent, r.Env, r.State, r.CandidateVersion, r.Percent, r.BaselineVersion, r.Stickiness, r.Revision)
 	if r.NextStepAt != nil {
-		fmt.Fprintf(a.stdout, "next step at %s (%d of %d applied)\n", when(*r.NextStepAt), r.StepsApplied, len(r.Steps))
+		fmt.Fprintf(a.stdout, "next step at %s (%d of %d applied)\n", when(r.NextStepAt.Time()), r.StepsApplied, len(r.Steps))
 	}
 	a.printGuard(r)
 	if len(r.History) > 0 {
 		rows := make([][]string, len(r.History))
 		for i, h := range r.History {
-			rows[i] = []string{itoa(h.Revision), h.Action, h.From + " -> " + h.To, h.Percent.String() + "%", h.Actor, when(h.At), h.Reason}
+			rows[i] = []string{itoa(h.Revision), h.Action, h.From + " -> " + h.To, h.Percent.String() + "%", h.Actor, when(h.At.Time()), h.Reason}
 		}
 		a.table([]string{"REVISION", "ACTION", "STATE", "PERCENT", "BY", "AT", "REASON"}, rows)
 	}
@@ -252,11 +252,11 @@ func (a *app) printGuard(r *client.Release) {
 			unit = ""
 		}
 		fmt.Fprintf(a.stdout, "guard: %s, max degradation %v%s at %v confidence, min %d samples an arm, action %s, gate_steps %v: %s",
-			g.Metric, g.MaxDegradation, unit, g.Confidence, g.MinSamples, g.Action, g.GateSteps != nil && *g.GateSteps, g.State)
+			g.Metric, g.MaxDegradation, unit, g.Confidence, g.MinSamples, g.Action, g.GateSteps, g.State)
 		if g.DecidedAt != nil {
-			fmt.Fprintf(a.stdout, " at %s", when(*g.DecidedAt))
+			fmt.Fprintf(a.stdout, " at %s", when(g.DecidedAt.Time()))
 		}
-		fmt.Fprintf(a.stdout, " (outcomes since %s)\n", when(g.Since))
+		fmt.Fprintf(a.stdout, " (outcomes since %s)\n", when(g.Since.Time()))
 		if g.Reason != "" {
 			fmt.Fprintf(a.stdout, "guard reason: %s\n", g.Reason)
 		}

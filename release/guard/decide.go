@@ -3,6 +3,8 @@ package guard
 import (
 	"fmt"
 	"math"
+
+	"github.com/promptd/promptd/wire"
 )
 
 // State is a guard's state as the API shows it.
@@ -54,19 +56,12 @@ func (t *Tally) Add(r Row) {
 	}
 }
 
-// Stats are a release's figures as GET /v1/releases/{id} shows them.
-type Stats struct {
-	Baseline   ArmStats             `json:"baseline"`
-	Candidate  ArmStats             `json:"candidate"`
-	Difference *Difference          `json:"difference"`
-	ByToken    map[string]TokenArms `json:"by_token"`
-}
+// Stats are a release's figures as GET /v1/releases/{id} shows them (the
+// wire shape: the server and the Go client share it).
+type Stats = wire.ReleaseStats
 
 // TokenArms are the arms' figures of the outcomes one token reported.
-type TokenArms struct {
-	Baseline  ArmStats `json:"baseline"`
-	Candidate ArmStats `json:"candidate"`
-}
+type TokenArms = wire.TokenArms
 
 // Decision is what a guard concludes from a tally.
 type Decision struct {

@@ -1,6 +1,10 @@
 package guard
 
-import "math"
+import (
+	"math"
+
+	"github.com/promptd/promptd/wire"
+)
 
 // radius is the half-width of the normal-mixture mSPRT confidence
 // sequence (Johari et al. 2022, section 4) for an estimate with variance v,
@@ -17,11 +21,7 @@ func radius(v, tau2, alpha float64) float64 {
 // the candidate is worse) with its always-valid confidence sequence, in
 // the metric's unit as the API shows it (percentage points for
 // failure_rate, 0..1 for score).
-type Difference struct {
-	Estimate float64 `json:"estimate"`
-	Lower    float64 `json:"lower"`
-	Upper    float64 `json:"upper"`
-}
+type Difference = wire.Difference
 
 // difference combines the periods in which both arms have samples of
 // metric m (see the package comment for the weights); ok is false when

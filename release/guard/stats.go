@@ -1,6 +1,10 @@
 package guard
 
-import "math"
+import (
+	"math"
+
+	"github.com/promptd/promptd/wire"
+)
 
 // Arm names.
 const (
@@ -78,15 +82,7 @@ func (a Agg) samples(m Metric) int64 {
 // are null until both arms of the comparison have the guard's minimum
 // samples of its metric: a sequence computed from a handful of outcomes
 // (one score per arm gives [0.954, 1]) claims a precision it has not.
-type ArmStats struct {
-	N             int64       `json:"n"`
-	Failures      int64       `json:"failures"`
-	Rate          float64     `json:"rate"`
-	ScoreMean     *float64    `json:"score_mean"`
-	Interval      *[2]float64 `json:"interval"`
-	Scored        int64       `json:"scored"`
-	ScoreInterval *[2]float64 `json:"score_interval"`
-}
+type ArmStats = wire.ArmStats
 
 // armStats describes a at level alpha, with its intervals when
 // intervals is set (both arms have the minimum samples).

@@ -169,10 +169,10 @@ func TestBoard_threeInstances32Claimers_everyRecordDoneExactlyOnceInPriorityOrde
 			t.Fatal(err)
 		}
 		for _, r := range items {
-			if r.State != "done" || r.Attempts != 1 || r.Owner != "" {
+			if r.State != "done" || r.Attempts != 1 || r.Owner != nil {
 				notDone++
 				if notDone <= 5 {
-					t.Errorf("record %s: state %s, attempts %d, owner %q", r.ID, r.State, r.Attempts, r.Owner)
+					t.Errorf("record %s: state %s, attempts %d, owner %v", r.ID, r.State, r.Attempts, r.Owner != nil)
 				}
 			}
 		}

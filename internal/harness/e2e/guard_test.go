@@ -128,7 +128,7 @@ func TestE2E_guardedRelease_candidateFailingThreeTimesAsOften_isRolledBackByTheG
 	if last := got.History[len(got.History)-1]; last.Actor != "guard" || last.Action != "rollback" {
 		t.Fatalf("last transition %+v: want a rollback by the guard", last)
 	}
-	decided := *got.Guard.DecidedAt
+	decided := got.Guard.DecidedAt.Time()
 	var stale time.Duration
 	var errs, served int
 	for _, s := range samples {
