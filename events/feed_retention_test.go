@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/internal/harness/testenv"
@@ -102,4 +103,67 @@ func TestFeed_expiredCursor_isSentPastEverythingPrunedSinceTheOldestWasCached(t 
 			t.Fatalf("Read(6) = %v, %v; want 7..8", evs, err)
 		}
 	})
+}
+
+// A store restored from an older backup has a feed head below positions
+// this instance has already read. A reader resuming there (read from the
+// store: the ring no longer holds it) gets *audit.AheadError, never the
+// reused positions, and the instance raises the alarm:
+// promptd_feed_store_behind_total counts it. Control: the same read before
+// the store went back is served, and counts nothing.
+func TestFeed_storeHeadBelowWhatThisInstanceRead_isAnAlarm_notAnswered(t *testing.T) {
+	testenv.ForEachDialect(t, audit.Migrations(), func(t *testing.T, db *gorm.DB) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		reg := prometheus.NewRegistry()
+		metrics := events.NewFeedMetrics(reg)
+		feed := events.NewFeed(events.FeedOptions{DB: db, Retention: 1000 * time.Hour, Ring: 1, Metrics: metrics})
+		done := make(chan struct{})
+		go func() { defer close(done); feed.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		appendEvents(t, db, time.Now(), 8)
+		for deadline := time.Now().Add(10 * time.Second); feed.Head() < 8; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the feed read up to %d, want 8", feed.Head())
+			}
+		}
+		behind := func() float64 { return counterValue(t, reg, "promptd_feed_store_behind_total") }
+		if evs, _, err := feed.Read(ctx, 5, 10); err != nil || len(evs) != 3 || behind() != 0 {
+			t.Fatalf("control: Read(5) = %d events, %v, alarm %v; want 6..8 and no alarm", len(evs), err, behind())
+		}
+		// The store goes back to position 4.
+		if err := db.Exec(`DELETE FROM audit_events WHERE seq > 4`).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Exec(`UPDATE audit_feed SET head = 4 WHERE id = 1`).Error; err != nil {
+			t.Fatal(err)
+		}
+		evs, _, err := feed.Read(ctx, 5, 10)
+		var ahead *audit.AheadError
+		if !errors.As(err, &ahead) || len(evs) != 0 || ahead.Head != 4 {
+			t.Fatalf("Read(5) with the store's head at 4 = %d events, %v; want *audit.AheadError (head 4)", len(evs), err)
+		}
+		if behind() < 1 {
+			t.Fatalf("promptd_feed_store_behind_total = %v after the store went back, want at least 1", behind())
+		}
+	})
+}
+
+// counterValue is the value of reg's counter name (0 when absent).
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			var sum float64
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+			return sum
+		}
+	}
+	return 0
 }

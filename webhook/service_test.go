@@ -395,3 +395,58 @@ func TestRetry_whenTheRecordingInstanceClockRunsAhead_isNotDelayed(t *testing.T)
 		t.Fatalf("%d attempts; want a failure and its retry", n)
 	}
 }
+
+// A store restored from an older backup has a feed head below the
+// dispatcher's cursor: the positions in between would be handed out again
+// (to other events). The dispatcher treats it as an alarm: it waits, with
+// *audit.AheadError, delivering nothing and keeping its cursor, instead of
+// delivering reused positions or skipping. Control: with the cursor at the
+// head, the same call dispatches.
+func TestDispatch_whenTheStoreHeadIsBelowTheCursor_waitsAndDeliversNothing(t *testing.T) {
+	testenv.ForEachDialect(t, promptd.Migrations(), func(t *testing.T, db *gorm.DB) {
+		recv := webhooktest.NewReceiver(t)
+		rt := runtime(t, db, nil)
+		ctx := context.Background()
+		w, err := rt.Webhooks.Create(ctx, webhook.CreateInput{URL: recv.URL(), Actions: []string{"version.*"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		emit(t, db, "version.created", "a", 3)
+		count := func() int {
+			ds, _, err := rt.Webhooks.Deliveries(ctx, w.ID, 0, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(ds)
+		}
+		waitFor(t, 10*time.Second, "3 deliveries", func() bool { return count() == 3 })
+		m, err := audit.ReadMarks(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The store "went back": the dispatcher has read 10 positions past it.
+		if err := db.Exec(`UPDATE webhook_cursor SET seq = ? WHERE name = 'dispatcher'`, m.Head+10).Error; err != nil {
+			t.Fatal(err)
+		}
+		emit(t, db, "version.created", "b", 2)
+		waitFor(t, 10*time.Second, "the 2 new events stamped", func() bool {
+			m2, err := audit.ReadMarks(ctx, db)
+			return err == nil && m2.Head == m.Head+2
+		})
+		_, cursor, err := rt.Webhooks.DispatchOnce(ctx)
+		var ahead *audit.AheadError
+		if !errors.As(err, &ahead) || cursor != m.Head+10 || ahead.Head != m.Head+2 {
+			t.Fatalf("DispatchOnce with the store's head below the cursor = cursor %d, %v; want *audit.AheadError (head %d), cursor kept at %d",
+				cursor, err, m.Head+2, m.Head+10)
+		}
+		time.Sleep(300 * time.Millisecond) // the background dispatcher meets the same
+		if n := count(); n != 3 {
+			t.Fatalf("%d deliveries while the store was behind, want the 3 from before", n)
+		}
+		// Control: the cursor back at the store's head, the new events go out.
+		if err := db.Exec(`UPDATE webhook_cursor SET seq = ? WHERE name = 'dispatcher'`, m.Head).Error; err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, "5 deliveries after the control", func() bool { return count() == 5 })
+	})
+}
