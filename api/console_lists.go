@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+	"github.com/promptd/promptd/wire"
 )
 
 // Lists the console pages through that the API had only in part.
@@ -24,10 +25,10 @@ func (s *Server) handleEnvHistory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := list[moveResponse]{Items: make([]moveResponse, len(moves)), Next: cursor(next)}
+	out := list[wire.Move]{Items: make([]wire.Move, len(moves)), Next: cursor(next)}
 	for i, m := range moves {
-		out.Items[i] = moveResponse{FromVersion: m.FromVersion, ToVersion: m.ToVersion, Revision: m.Revision,
-			Action: m.Action, Reason: m.Reason, Actor: m.Actor, At: timestamp(m.At)}
+		out.Items[i] = wire.Move{FromVersion: m.FromVersion, ToVersion: m.ToVersion, Revision: m.Revision,
+			Action: m.Action, Reason: m.Reason, Actor: m.Actor, At: wire.At(m.At)}
 	}
 	return s.send(c, http.StatusOK, out)
 }

@@ -23,14 +23,6 @@ func (r *envRollbackRequest) validate() error {
 	return nil
 }
 
-// envRollbackResponse is what an env rollback did.
-type envRollbackResponse struct {
-	Env         envResponse   `json:"env"`
-	Release     *wire.Release `json:"release"`
-	FromVersion int           `json:"from_version"`
-	ToVersion   int           `json:"to_version"`
-}
-
 // handleEnvRollback: POST /v1/agents/{agent}/envs/{env}/rollback (admin).
 // The pointer's revision is required (expected_revision or If-Match; 428
 // without). With an active release it rolls that release back (to_version
@@ -64,7 +56,7 @@ func (s *Server) handleEnvRollback(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	body := envRollbackResponse{Env: envBody(out.Env, active), FromVersion: out.From, ToVersion: out.To}
+	body := wire.EnvRollback{Env: envBody(out.Env, active), FromVersion: out.From, ToVersion: out.To}
 	if out.Release != nil {
 		r := releaseBody(out.Release)
 		body.Release = &r

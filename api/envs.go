@@ -14,37 +14,13 @@ import (
 	"github.com/promptd/promptd/wire"
 )
 
-// envResponse is an env pointer as SQL has it.
-type envResponse struct {
-	Agent     string         `json:"agent"`
-	Env       string         `json:"env"`
-	Version   int            `json:"version"`
-	Revision  int64          `json:"revision"`
-	UpdatedAt timestamp      `json:"updated_at"`
-	UpdatedBy string         `json:"updated_by"`
-	History   []moveResponse `json:"history"`
-	Revoked   []int          `json:"revoked"`
-	Release   *wire.Release  `json:"release"`
-}
-
-// moveResponse is one move of an env pointer.
-type moveResponse struct {
-	FromVersion int       `json:"from_version"`
-	ToVersion   int       `json:"to_version"`
-	Revision    int64     `json:"revision"`
-	Action      string    `json:"action"`
-	Reason      string    `json:"reason,omitempty"`
-	Actor       string    `json:"actor"`
-	At          timestamp `json:"at"`
-}
-
 // envBody renders an env with its active release (nil: none).
-func envBody(e *promptstore.Env, rel *release.Release) envResponse {
-	out := envResponse{Agent: e.Agent, Env: e.Env, Version: e.Version, Revision: e.Revision,
-		UpdatedAt: timestamp(e.UpdatedAt), UpdatedBy: e.UpdatedBy, History: make([]moveResponse, len(e.History)), Revoked: e.Revoked}
+func envBody(e *promptstore.Env, rel *release.Release) wire.Env {
+	out := wire.Env{Agent: e.Agent, Env: e.Env, Version: e.Version, Revision: e.Revision,
+		UpdatedAt: wire.At(e.UpdatedAt), UpdatedBy: e.UpdatedBy, History: make([]wire.Move, len(e.History)), Revoked: e.Revoked}
 	for i, m := range e.History {
-		out.History[i] = moveResponse{FromVersion: m.FromVersion, ToVersion: m.ToVersion, Revision: m.Revision,
-			Action: m.Action, Reason: m.Reason, Actor: m.Actor, At: timestamp(m.At)}
+		out.History[i] = wire.Move{FromVersion: m.FromVersion, ToVersion: m.ToVersion, Revision: m.Revision,
+			Action: m.Action, Reason: m.Reason, Actor: m.Actor, At: wire.At(m.At)}
 	}
 	if out.Revoked == nil {
 		out.Revoked = []int{}

@@ -6,42 +6,21 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"time"
+
+	"github.com/promptd/promptd/wire"
 )
 
-// Env is an env pointer as SQL has it.
-type Env struct {
-	Agent     string    `json:"agent"`
-	Env       string    `json:"env"`
-	Version   int       `json:"version"`
-	Revision  int64     `json:"revision"`
-	UpdatedAt time.Time `json:"updated_at"`
-	UpdatedBy string    `json:"updated_by"`
-	History   []Move    `json:"history"`
-	Revoked   []int     `json:"revoked"`
-	Release   *Release  `json:"release"` // the active release, or nil
-}
-
-// IsRevoked reports whether version is revoked in the env.
-func (e *Env) IsRevoked(version int) bool {
-	for _, v := range e.Revoked {
-		if v == version {
-			return true
-		}
-	}
-	return false
-}
-
-// Move is one move of an env pointer.
-type Move struct {
-	FromVersion int       `json:"from_version"`
-	ToVersion   int       `json:"to_version"`
-	Revision    int64     `json:"revision"`
-	Action      string    `json:"action"`
-	Reason      string    `json:"reason,omitempty"`
-	Actor       string    `json:"actor"`
-	At          time.Time `json:"at"`
-}
+// The env shapes are promptd's wire types (package wire): the server
+// encodes the same types.
+type (
+	// Env is an env pointer with its move history, the versions revoked in
+	// it and its active release (nil: none).
+	Env = wire.Env
+	// Move is one move of an env pointer.
+	Move = wire.Move
+	// EnvRollback is what an env rollback did.
+	EnvRollback = wire.EnvRollback
+)
 
 func envPath(agent, env string) string { return "/v1/agents/" + seg(agent) + "/envs/" + seg(env) }
 
@@ -96,14 +75,6 @@ type RollbackEnvRequest struct {
 	ExpectedRevision int64  `json:"expected_revision"`
 	ToVersion        int    `json:"to_version,omitempty"`
 	Reason           string `json:"reason,omitempty"`
-}
-
-// EnvRollback is what an env rollback did.
-type EnvRollback struct {
-	Env         Env      `json:"env"`
-	Release     *Release `json:"release"` // the release rolled back, if one was active
-	FromVersion int      `json:"from_version"`
-	ToVersion   int      `json:"to_version"`
 }
 
 // RollbackEnv rolls env back (admin): the active release if there is one,

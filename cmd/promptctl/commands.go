@@ -154,7 +154,7 @@ func (a *app) printEnv(e *client.Env) {
 		revoked[i] = itoa(v)
 	}
 	fmt.Fprintf(a.stdout, "%s/%s: version %d (revision %d, by %s at %s)\nrevoked: %s\n", e.Agent, e.Env, e.Version,
-		e.Revision, e.UpdatedBy, when(e.UpdatedAt), orDefault(strings.Join(revoked, ", "), "none"))
+		e.Revision, e.UpdatedBy, when(e.UpdatedAt.Time()), orDefault(strings.Join(revoked, ", "), "none"))
 	if r := e.Release; r != nil {
 		fmt.Fprintf(a.stdout, "release: %s %s, candidate %d at %s%% (baseline %d)\n", r.ID, r.State, r.CandidateVersion, r.Percent, r.BaselineVersion)
 	} else {
@@ -164,7 +164,7 @@ func (a *app) printEnv(e *client.Env) {
 		fmt.Fprintln(a.stdout, "history:")
 		rows := make([][]string, len(e.History))
 		for i, m := range e.History {
-			rows[i] = []string{itoa(m.Revision), m.Action, itoa(m.FromVersion) + " -> " + itoa(m.ToVersion), m.Actor, when(m.At), m.Reason}
+			rows[i] = []string{itoa(m.Revision), m.Action, itoa(m.FromVersion) + " -> " + itoa(m.ToVersion), m.Actor, when(m.At.Time()), m.Reason}
 		}
 		a.table([]string{"REVISION", "ACTION", "MOVE", "BY", "AT", "REASON"}, rows)
 	}
