@@ -135,28 +135,29 @@ func TestEvents_badQuery_is400(t *testing.T) {
 }
 
 func TestEvents_resumeOlderThanRetention_is410WithOldest(t *testing.T) {
-	a := sqliteApp(t)
-	old := time.Now().Add(-200 * time.Hour).UnixMilli()
-	for range 3 {
-		if err := a.db.Exec(`INSERT INTO audit_events (at_ms, actor, instance, action, resource, details) VALUES (?, 'x', 'x', 'version.created', 'r', '{}')`, old).Error; err != nil {
-			t.Fatal(err)
+	forEachDialect(t, func(t *testing.T, a *app) {
+		old := time.Now().Add(-200 * time.Hour).UnixMilli()
+		for range 3 {
+			if err := a.db.Exec(`INSERT INTO audit_events (at_ms, actor, instance, action, resource, details) VALUES (?, 'x', 'x', 'version.created', 'r', '{}')`, old).Error; err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	a.createVersion("support", 0, "hello")
-	for deadline := time.Now().Add(10 * time.Second); a.rt.Feed.Head() < 4 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	p := problem(t, a.do("GET", "/v1/events?wait_ms=0&since=1", admin, ""), 410, "cursor_expired")
-	if p["oldest"] != "3" {
-		t.Fatalf("oldest = %v, want 3", p["oldest"])
-	}
-	got := a.poll("/v1/events?wait_ms=0&since=0", admin)
-	if len(got.Items) != 1 || got.Items[0]["seq"] != float64(4) {
-		t.Fatalf("since=0 starts at the oldest kept: %v", got.Items)
-	}
-	if got := a.poll("/v1/events?wait_ms=0&since=3", admin); len(got.Items) != 1 {
-		t.Fatalf("since=oldest: %v", got)
-	}
+		a.createVersion("support", 0, "hello")
+		for deadline := time.Now().Add(10 * time.Second); a.rt.Feed.Head() < 4 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		p := problem(t, a.do("GET", "/v1/events?wait_ms=0&since=1", admin, ""), 410, "cursor_expired")
+		if p["oldest"] != "3" {
+			t.Fatalf("oldest = %v, want 3", p["oldest"])
+		}
+		got := a.poll("/v1/events?wait_ms=0&since=0", admin)
+		if len(got.Items) != 1 || got.Items[0]["seq"] != float64(4) {
+			t.Fatalf("since=0 starts at the oldest kept: %v", got.Items)
+		}
+		if got := a.poll("/v1/events?wait_ms=0&since=3", admin); len(got.Items) != 1 {
+			t.Fatalf("since=oldest: %v", got)
+		}
+	})
 }
 
 func TestEvents_tooManyStreamsPerToken_is429(t *testing.T) {
@@ -292,21 +293,22 @@ func TestEvents_sse_streamsInOrder_resumesByLastEventID_andEndsAtShutdown(t *tes
 // A position beyond the feed's head is refused (it used to be accepted
 // and echoed back as the next cursor), as since and as Last-Event-ID.
 func TestEvents_sinceBeyondTheHead_is400NamingIt(t *testing.T) {
-	a := sqliteApp(t)
-	a.createVersion("support", 0, "hello")
-	for deadline := time.Now().Add(10 * time.Second); a.rt.Feed.Head() < 1 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	head := a.rt.Feed.Head()
-	if p := problem(t, a.do("GET", fmt.Sprintf("/v1/events?wait_ms=0&since=%d", head+1000), admin, ""), 400, "invalid_field"); p["field"] != "since" {
-		t.Fatalf("field = %v", p["field"])
-	}
-	if p := problem(t, a.do("GET", "/v1/events", admin, "", "Accept", "text/event-stream", "Last-Event-ID", fmt.Sprint(head+1)), 400, "invalid_field"); p["field"] != "Last-Event-ID" {
-		t.Fatalf("field = %v", p["field"])
-	}
-	if got := a.poll(fmt.Sprintf("/v1/events?wait_ms=0&since=%d", head), admin); len(got.Items) != 0 {
-		t.Fatalf("since=head: %v", got.Items)
-	}
+	forEachDialect(t, func(t *testing.T, a *app) {
+		a.createVersion("support", 0, "hello")
+		for deadline := time.Now().Add(10 * time.Second); a.rt.Feed.Head() < 1 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		head := a.rt.Feed.Head()
+		if p := problem(t, a.do("GET", fmt.Sprintf("/v1/events?wait_ms=0&since=%d", head+1000), admin, ""), 400, "invalid_field"); p["field"] != "since" {
+			t.Fatalf("field = %v", p["field"])
+		}
+		if p := problem(t, a.do("GET", "/v1/events", admin, "", "Accept", "text/event-stream", "Last-Event-ID", fmt.Sprint(head+1)), 400, "invalid_field"); p["field"] != "Last-Event-ID" {
+			t.Fatalf("field = %v", p["field"])
+		}
+		if got := a.poll(fmt.Sprintf("/v1/events?wait_ms=0&since=%d", head), admin); len(got.Items) != 0 {
+			t.Fatalf("since=head: %v", got.Items)
+		}
+	})
 }
 
 // A filtered stream that resumes far back scans at most FeedScanMax events

@@ -116,25 +116,26 @@ func TestImport_badItems_areRejectedWithTheirPlace(t *testing.T) {
 }
 
 func TestImport_hasItsOwnBodyLimit(t *testing.T) {
-	a := sqliteApp(t)
-	// A 2 MiB body of configs under 1 MiB each: the import's own limit.
-	half := strings.Repeat("x", 700<<10)
-	big := `{"mode": "partial", "items": [{"agent": "a", "base_version": 0, "config": {"system": "` + half + `"}},
-		{"agent": "b", "base_version": 0, "config": {"system": "` + half + `"}}, {"agent": "c", "base_version": 0, "config": {"system": "` + half + `"}}]}`
-	a.ok(a.do("POST", "/v1/import", admin, big), 200)
-	problem(t, a.do("POST", "/v1/agents/a/versions", admin, big), 413, "body_too_large")
-	// One config over 1 MiB is refused however it comes (an import used to
-	// store a 54 MiB config, which then made every full bundle 422).
-	huge := `{"mode": "partial", "items": [{"agent": "d", "base_version": 0, "config": {"system": "` + strings.Repeat("x", 2<<20) + `"}}]}`
-	rec := a.do("POST", "/v1/import", admin, huge)
-	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"status":"invalid"`) || !strings.Contains(rec.Body.String(), "config is larger than 1048576 bytes") {
-		t.Fatalf("import of a 2 MiB config = %d %.300s; want the item invalid", rec.Code, rec.Body)
-	}
-	problem(t, a.do("GET", "/v1/agents/d/versions", admin, ""), 404, "agent_not_found")
+	forEachDialect(t, func(t *testing.T, a *app) {
+		// A 2 MiB body of configs under 1 MiB each: the import's own limit.
+		half := strings.Repeat("x", 700<<10)
+		big := `{"mode": "partial", "items": [{"agent": "a", "base_version": 0, "config": {"system": "` + half + `"}},
+			{"agent": "b", "base_version": 0, "config": {"system": "` + half + `"}}, {"agent": "c", "base_version": 0, "config": {"system": "` + half + `"}}]}`
+		a.ok(a.do("POST", "/v1/import", admin, big), 200)
+		problem(t, a.do("POST", "/v1/agents/a/versions", admin, big), 413, "body_too_large")
+		// One config over 1 MiB is refused however it comes (an import used to
+		// store a 54 MiB config, which then made every full bundle 422).
+		huge := `{"mode": "partial", "items": [{"agent": "d", "base_version": 0, "config": {"system": "` + strings.Repeat("x", 2<<20) + `"}}]}`
+		rec := a.do("POST", "/v1/import", admin, huge)
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"status":"invalid"`) || !strings.Contains(rec.Body.String(), "config is larger than 1048576 bytes") {
+			t.Fatalf("import of a 2 MiB config = %d %.300s; want the item invalid", rec.Code, rec.Body)
+		}
+		problem(t, a.do("GET", "/v1/agents/d/versions", admin, ""), 404, "agent_not_found")
 
-	small := sqliteApp(t, func(c *apiConfig) { c.ImportMaxBytes = 1024 })
-	p := problem(t, small.do("POST", "/v1/import", admin, big), 413, "body_too_large")
-	if p["limit"] != float64(1024) {
-		t.Errorf("limit = %v", p["limit"])
-	}
+		small := sqliteApp(t, func(c *apiConfig) { c.ImportMaxBytes = 1024 })
+		p := problem(t, small.do("POST", "/v1/import", admin, big), 413, "body_too_large")
+		if p["limit"] != float64(1024) {
+			t.Errorf("limit = %v", p["limit"])
+		}
+	})
 }
