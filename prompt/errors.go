@@ -1,8 +1,6 @@
 package prompt
 
 import (
-	"fmt"
-
 	"github.com/promptd/promptd/problem"
 )
 
@@ -21,6 +19,5 @@ const (
 // every domain package.
 type InvalidError = problem.InvalidError
 
-func invalid(code, field, format string, args ...any) *InvalidError {
-	return &InvalidError{Code: code, Field: field, Detail: fmt.Sprintf(format, args...)}
-}
+// invalid is an *InvalidError with a formatted detail.
+var invalid = problem.Invalid

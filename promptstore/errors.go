@@ -79,9 +79,8 @@ const (
 // every domain package returns.
 type InvalidError = prompt.InvalidError
 
-func invalid(code, field, format string, args ...any) *InvalidError {
-	return &InvalidError{Code: code, Field: field, Detail: fmt.Sprintf(format, args...)}
-}
+// invalid is an *InvalidError with a formatted detail.
+var invalid = problem.Invalid
 
 // LimitError: the request would pass a configured limit; nothing was
 // written or rendered. It is problem's type: one limit error across
