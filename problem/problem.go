@@ -23,7 +23,9 @@ var Codes = map[string]int{
 	Forbidden:             403,
 	SelfApproval:          403,
 	AgentNotFound:         404,
+	BatchNotFound:         404,
 	BoardNotFound:         404,
+	IntentNotFound:        404,
 	ChangeRequestNotFound: 404,
 	DeliveryNotFound:      404,
 	LeaseNotFound:         404,
@@ -35,7 +37,10 @@ var Codes = map[string]int{
 	VersionNotFound:       404,
 	WebhookNotFound:       404,
 	MethodNotAllowed:      405,
+	BatchRejected:         409,
 	BoardInUse:            409,
+	IntentConflict:        409,
+	MergeConflict:         409,
 	ChangeRequestClosed:   409,
 	ClaimExpired:          409,
 	IdempotencyBusy:       409,
@@ -68,6 +73,7 @@ var Codes = map[string]int{
 	InvalidVariable:       422,
 	LimitExceeded:         422,
 	MissingVariable:       422,
+	OutsideIntent:         422,
 	UndeclaredVariable:    422,
 	Claimed:               423,
 	LeaseHeld:             423,
@@ -90,7 +96,9 @@ const (
 	Forbidden             = "forbidden"
 	SelfApproval          = "self_approval"
 	AgentNotFound         = "agent_not_found"
+	BatchNotFound         = "batch_not_found"
 	BoardNotFound         = "board_not_found"
+	IntentNotFound        = "intent_not_found"
 	ChangeRequestNotFound = "change_request_not_found"
 	DeliveryNotFound      = "delivery_not_found"
 	LeaseNotFound         = "lease_not_found"
@@ -102,7 +110,10 @@ const (
 	VersionNotFound       = "version_not_found"
 	WebhookNotFound       = "webhook_not_found"
 	MethodNotAllowed      = "method_not_allowed"
+	BatchRejected         = "batch_rejected"
 	BoardInUse            = "board_in_use"
+	IntentConflict        = "intent_conflict"
+	MergeConflict         = "merge_conflict"
 	ChangeRequestClosed   = "change_request_closed"
 	ClaimExpired          = "claim_expired"
 	IdempotencyBusy       = "idempotency_in_progress"
@@ -135,6 +146,7 @@ const (
 	InvalidVariable       = "invalid_variable"
 	LimitExceeded         = "limit_exceeded"
 	MissingVariable       = "missing_variable"
+	OutsideIntent         = "outside_intent"
 	UndeclaredVariable    = "undeclared_variable"
 	Claimed               = "claimed"
 	LeaseHeld             = "lease_held"

@@ -17,8 +17,8 @@ var Layers = [][]string{
 	{"ident", "telemetry", "console", "sqlstore", "internal/jsonin", "internal/buildinfo", "internal/slowloris", "release/guard"},
 	// 2: canonical JSON, leases and the audit log.
 	{"internal/canonjson", "locks", "audit"},
-	// 3: the pure prompt model and the change feed.
-	{"prompt", "events"},
+	// 3: the pure prompt model, the change feed and the intent graph.
+	{"prompt", "events", "intent"},
 	// 4: the prompt store and the bundle's wire form.
 	{"promptstore", "bundle"},
 	// 5: the domain packages.
