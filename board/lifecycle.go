@@ -63,7 +63,7 @@ func (s *Service) dropBoard(ctx context.Context, tx *gorm.DB, row *boardRow, rea
 		return res.Error
 	}
 	records := res.RowsAffected
-	for _, q := range []string{`DELETE FROM board_dedupe WHERE board = ?`, `DELETE FROM board_quota WHERE board = ?`, `DELETE FROM boards WHERE board = ?`} {
+	for _, q := range []string{`DELETE FROM board_record_payloads WHERE board = ?`, `DELETE FROM board_batches WHERE board = ?`, `DELETE FROM board_dedupe WHERE board = ?`, `DELETE FROM board_quota WHERE board = ?`, `DELETE FROM boards WHERE board = ?`} {
 		if err := tx.Exec(q, row.Board).Error; err != nil {
 			return err
 		}

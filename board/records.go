@@ -186,6 +186,9 @@ func (s *Service) create(ctx context.Context, tx *gorm.DB, board string, in Reco
 		board, in.ID, r.State, in.Priority, r.Payload, dedupe, openRec, now, now).Error; err != nil {
 		return nil, err
 	}
+	if err := s.keepPayload(tx, nil, r); err != nil {
+		return nil, err
+	}
 	return r, s.appendEvent(ctx, tx, "board.record_created", r)
 }
 

@@ -81,7 +81,8 @@ func Migrations() []sqlstore.Migration {
 			}
 		}
 		return nil
-	}}, {Component: "board", Version: 2, Name: "boards.created_by and board_creators, the per-token board count", Up: addCreators}}
+	}}, {Component: "board", Version: 2, Name: "boards.created_by and board_creators, the per-token board count", Up: addCreators},
+		{Component: "board", Version: 3, Name: "board_record_payloads (merge bases) and board_batches (commit proofs)", Up: addBatches}}
 }
 
 // addCreators records the token that created each board (boards created
@@ -105,4 +106,38 @@ func addCreators(tx *gorm.DB) error {
 		return err
 	}
 	return tx.Exec(`INSERT INTO board_creators (created_by, boards) SELECT created_by, COUNT(*) FROM boards GROUP BY created_by`).Error
+}
+
+// addBatches keeps the last payloads of each record (a merge's base is
+// one of them) and the applied batches with their proofs.
+func addBatches(tx *gorm.DB) error {
+	d := sqlstore.Dialect(tx)
+	id, long := sqlstore.IDColumnType(d), sqlstore.LongText(d)
+	for _, t := range []sqlstore.Table{{
+		Name: "board_record_payloads",
+		Columns: []string{
+			"board " + id + " NOT NULL",
+			"id " + id + " NOT NULL",
+			"revision BIGINT NOT NULL",
+			"content_hash " + sqlstore.KeyColumnType(d, 80) + " NOT NULL",
+			"payload " + long + " NOT NULL",
+		},
+		Primary: []string{"board", "id", "revision"},
+	}, {
+		Name: "board_batches",
+		Columns: []string{
+			"board " + id + " NOT NULL",
+			"id " + id + " NOT NULL",
+			"fingerprint " + sqlstore.KeyColumnType(d, 80) + " NOT NULL",
+			"body " + long + " NOT NULL",
+			"created_at_ms BIGINT NOT NULL",
+		},
+		Primary: []string{"board", "id"},
+		Indexes: map[string]string{"board_batches_created": "created_at_ms"},
+	}} {
+		if err := sqlstore.CreateTable(tx, t); err != nil {
+			return err
+		}
+	}
+	return nil
 }

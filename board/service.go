@@ -15,6 +15,7 @@ import (
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/ident"
+	"github.com/promptd/promptd/intent"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/sqlstore"
 )
@@ -69,6 +70,12 @@ type Options struct {
 	Retention  time.Duration
 	DedupeTTL  time.Duration
 	SQLTimeout time.Duration // default 5s
+	// Intents checks the intent a batch names, inside the batch's own
+	// transaction; nil: batches may name none.
+	Intents *intent.Service
+	// BatchRetention: stored batches (their proofs) are deleted after it
+	// (PROMPTD_BOARD_BATCH_RETENTION, 72h).
+	BatchRetention time.Duration
 	// Now is the clock of SQLite (which runs in this process); MySQL's
 	// own clock is used on MySQL.
 	Now func() time.Time
@@ -154,6 +161,9 @@ func New(o Options) *Service {
 	}
 	if o.SQLTimeout <= 0 {
 		o.SQLTimeout = 5 * time.Second
+	}
+	if o.BatchRetention <= 0 {
+		o.BatchRetention = DefaultBatchRetain
 	}
 	if o.Now == nil {
 		o.Now = time.Now

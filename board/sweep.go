@@ -180,6 +180,14 @@ func (s *Service) cleanup(ctx context.Context, now int64) (int, error) {
 			return deleted, res.Error
 		}
 		deleted += int(res.RowsAffected)
+		if res.RowsAffected > 0 {
+			if err := db.Exec(`DELETE FROM board_record_payloads WHERE board = ? AND id = ?`, r.Board, r.ID).Error; err != nil {
+				return deleted, err
+			}
+		}
+	}
+	if err := db.Exec(`DELETE FROM board_batches WHERE created_at_ms < ?`, now-s.o.BatchRetention.Milliseconds()).Error; err != nil {
+		return deleted, err
 	}
 	if err := db.Exec(`DELETE FROM board_dedupe WHERE expires_at_ms < ?`, now).Error; err != nil {
 		return deleted, err

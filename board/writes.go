@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/promptd/promptd/intent"
 	"github.com/promptd/promptd/sqlstore"
 )
 
@@ -19,6 +20,13 @@ type Update struct {
 	State            *string
 	Payload          json.RawMessage
 	Fence            *int64
+	// Merge merges Payload over the changes made since ExpectedRevision
+	// (from BasePayload when given, checked against the payload the board
+	// kept at that revision) instead of a revision conflict.
+	Merge       bool
+	BasePayload json.RawMessage
+	// Intent, when set, must be live with its fence and cover the record.
+	Intent *intent.Ref
 }
 
 // checkWriter applies the write rule to r at now: a claimed record takes
@@ -87,6 +95,15 @@ func (s *Service) Patch(ctx context.Context, board, id string, u Update) (*Recor
 			return nil, err
 		}
 	}
+	if u.Merge && u.Payload == nil {
+		return nil, invalidf("payload", "a merge needs the payload to merge")
+	}
+	if u.BasePayload != nil && (!u.Merge || !json.Valid(u.BasePayload)) {
+		return nil, invalidf("base_payload", "base_payload is JSON, for a merge (merge: true)")
+	}
+	if u.Intent != nil && s.o.Intents == nil {
+		return nil, invalidf("intent", "this server keeps no intents")
+	}
 	ctx, cancel := s.sqlCtx(ctx)
 	defer cancel()
 	out, err := sqlstore.Transact(ctx, s.db, func(tx *gorm.DB) (*Record, error) {
@@ -106,35 +123,26 @@ func (s *Service) Patch(ctx context.Context, board, id string, u Update) (*Recor
 		if err := checkWriter(r, b.NowMs, u.Fence); err != nil {
 			return nil, err
 		}
+		if u.Intent != nil {
+			if err := s.o.Intents.Check(tx, *u.Intent, "intent", intent.Target{Board: board, Record: id}); err != nil {
+				return nil, err
+			}
+		}
+		payload := u.Payload
 		if r.Revision != u.ExpectedRevision {
-			return nil, &RevisionConflict{Expected: u.ExpectedRevision, Current: r.Revision}
-		}
-		next := *r
-		next.Revision++
-		next.UpdatedAtMs = b.NowMs
-		if u.Payload != nil {
-			next.Payload = string(u.Payload)
-		}
-		if u.State != nil && *u.State != r.State {
-			to := *u.State
-			// the claim's "to" state is entered through a claim only
-			if !def.Allows(r.State, to) || (to == def.Claim.To && r.Owner == "") {
-				return nil, &InvalidTransition{State: r.State, To: to}
+			if !u.Merge || u.ExpectedRevision > r.Revision {
+				return nil, &RevisionConflict{Expected: u.ExpectedRevision, Current: r.Revision}
 			}
-			next.State = to
-			if r.Owner != "" && def.endsClaim(to) {
-				next.Owner, next.ClaimExpiresAtMs, next.Fence = "", nil, r.Fence+1
-			}
-			if def.IsTerminal(to) {
-				next.OpenRec = 0
+			if payload, err = s.merged(tx, r, u.ExpectedRevision, u.BasePayload, u.Payload); err != nil {
+				return nil, err
 			}
 		}
-		// left unowned in the claim's from state with no attempt left, the
-		// record could never be claimed again, nor be exhausted by the
-		// sweeper (which looks at expired claims only): it is exhausted
-		// here, as a release on the last attempt exhausts it
-		if next.Owner == "" && next.State == def.Claim.From && next.Attempts >= def.Claim.MaxAttempts {
-			next.State, next.OpenRec = def.Claim.Exhausted, 0
+		next, err := def.updated(r, b.NowMs, u.State, payload)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.keepPayload(tx, r, &next); err != nil {
+			return nil, err
 		}
 		if err := s.write(tx, r, &next); err != nil {
 			return nil, err
@@ -149,6 +157,40 @@ func (s *Service) Patch(ctx context.Context, board, id string, u Update) (*Recor
 		s.publish(ctx, board, out.Revision) // a record back in the from state wakes claimers
 	}
 	return out, nil
+}
+
+// updated is r after a write of state and payload (nil: unchanged) at
+// now: its next revision, the transition checked against the machine, a
+// claim ended by a state that ends it, an unclaimable record exhausted.
+func (def *Definition) updated(r *recordRow, now int64, state *string, payload json.RawMessage) (recordRow, error) {
+	next := *r
+	next.Revision++
+	next.UpdatedAtMs = now
+	if payload != nil {
+		next.Payload = string(payload)
+	}
+	if state != nil && *state != r.State {
+		to := *state
+		// the claim's "to" state is entered through a claim only
+		if !def.Allows(r.State, to) || (to == def.Claim.To && r.Owner == "") {
+			return next, &InvalidTransition{State: r.State, To: to}
+		}
+		next.State = to
+		if r.Owner != "" && def.endsClaim(to) {
+			next.Owner, next.ClaimExpiresAtMs, next.Fence = "", nil, r.Fence+1
+		}
+		if def.IsTerminal(to) {
+			next.OpenRec = 0
+		}
+	}
+	// left unowned in the claim's from state with no attempt left, the
+	// record could never be claimed again, nor be exhausted by the
+	// sweeper (which looks at expired claims only): it is exhausted
+	// here, as a release on the last attempt exhausts it
+	if next.Owner == "" && next.State == def.Claim.From && next.Attempts >= def.Claim.MaxAttempts {
+		next.State, next.OpenRec = def.Claim.Exhausted, 0
+	}
+	return next, nil
 }
 
 // readBoth reads one record, its board's machine and the SQL clock in
