@@ -14,6 +14,7 @@ import (
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/exposure"
+	"github.com/promptd/promptd/intent"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
@@ -29,6 +30,7 @@ const (
 	sessionSweepEvery     = time.Minute
 	boardSweepEvery       = time.Second // a run sweeps every boardSweepTick for most of it
 	boardSweepTick        = 200 * time.Millisecond
+	intentSweepEvery      = time.Second
 	jobTimeout            = time.Minute
 )
 
@@ -263,7 +265,7 @@ func (r *Runtime) scheduler() *scheduler {
 	o := r.jobs.withDefaults()
 	s := newScheduler(r.locker, r.keys, r.log)
 	scheduleJobs(s, jobDeps{db: r.db, store: r.Prompts, idem: r.Idempotency, releases: r.Releases, sessions: r.Sessions,
-		boards: r.Boards, auditRetention: o.AuditRetention, auditPruneEvery: o.AuditPruneEvery,
+		boards: r.Boards, intents: r.Intents, auditRetention: o.AuditRetention, auditPruneEvery: o.AuditPruneEvery,
 		webhooks: r.Webhooks, deliveryRetention: o.DeliveryRetention, exposures: r.Exposures,
 		exposureRetention: o.ExposureRetention, outcomeRetention: o.OutcomeRetention,
 		guardEvery: max(o.GuardEvery, 0), access: r.Access}, o.ReconcileEvery, r.log)
@@ -286,6 +288,7 @@ type jobDeps struct {
 	releases       *release.Service
 	sessions       *session.Service
 	boards         *board.Service
+	intents        *intent.Service
 	auditRetention time.Duration // PROMPTD_AUDIT_RETENTION
 	// auditPruneEvery: PROMPTD_AUDIT_PRUNE_EVERY
 	auditPruneEvery time.Duration
@@ -383,6 +386,18 @@ func scheduleJobs(s *scheduler, d jobDeps, reconcileEvery time.Duration, log *sl
 			res, err := d.boards.Sweep(ctx, boardSweepEvery-boardSweepTick, boardSweepTick)
 			if res.Exhausted+res.Deleted > 0 {
 				log.Info("swept boards", "reclaimed", res.Reclaimed, "exhausted", res.Exhausted, "deleted", res.Deleted)
+			}
+			return err
+		}, true)
+	}
+	// Expired intents end (intent.expired on the feed) within about
+	// intentSweepEvery; writes under them are refused from their expiry
+	// on whatever the sweeper does (the SQL clock decides).
+	if d.intents != nil {
+		s.singleton(intent.SweepJob, intentSweepEvery, func(ctx context.Context) error {
+			n, err := d.intents.Sweep(ctx)
+			if n > 0 {
+				log.Debug("swept intents", "expired", n)
 			}
 			return err
 		}, true)

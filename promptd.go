@@ -36,6 +36,7 @@ import (
 	"github.com/promptd/promptd/changes"
 	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/exposure"
+	"github.com/promptd/promptd/intent"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/prompt"
@@ -51,7 +52,7 @@ import (
 func Migrations() []sqlstore.Migration {
 	var ms []sqlstore.Migration
 	for _, m := range [][]sqlstore.Migration{audit.Migrations(), promptstore.Migrations(), idempotency.Migrations(),
-		release.Migrations(), session.Migrations(), board.Migrations(), webhook.Migrations(), exposure.Migrations(),
+		release.Migrations(), session.Migrations(), intent.Migrations(), board.Migrations(), webhook.Migrations(), exposure.Migrations(),
 		access.Migrations(), changes.Migrations()} {
 		ms = append(ms, m...)
 	}
@@ -89,6 +90,8 @@ type Options struct {
 	Sessions session.Options
 	// Boards configures the board service (limits, retention, metrics).
 	Boards board.Options
+	// Intents configures the intent graph (its limit per space).
+	Intents intent.Options
 	// EventFlush is how often lease events and rejected writes are written
 	// to the audit log; zero means 200ms.
 	EventFlush time.Duration
@@ -139,6 +142,9 @@ type Runtime struct {
 	Feed *events.Feed
 	// Boards holds the shared blackboards of agent groups.
 	Boards *board.Service
+	// Intents is the intent graph: the scopes agents register before a
+	// batch of work, checked by the writes made under them.
+	Intents *intent.Service
 	// Webhooks keeps webhooks and delivers the feed to them (its
 	// dispatcher on one instance at a time, deliverers on every one).
 	Webhooks *webhook.Service
@@ -218,8 +224,14 @@ func New(db *gorm.DB, o Options) *Runtime {
 		so.Logger = o.Logger
 	}
 	sessions := session.New(so)
+	io := o.Intents
+	io.DB, io.Instance = db, o.Instance
+	if io.Logger == nil {
+		io.Logger = o.Logger
+	}
+	intents := intent.New(io)
 	bo := o.Boards
-	bo.DB, bo.Bus, bo.Locker, bo.Keys, bo.Instance = db, bus, o.Locker, o.Keys, o.Instance
+	bo.DB, bo.Bus, bo.Locker, bo.Keys, bo.Instance, bo.Intents = db, bus, o.Locker, o.Keys, o.Instance, intents
 	if bo.Logger == nil {
 		bo.Logger = o.Logger
 	}
@@ -268,7 +280,7 @@ func New(db *gorm.DB, o Options) *Runtime {
 		wg.Go(func() { tokens.Run(ctx) })
 		wg.Wait()
 	}()
-	return &Runtime{Prompts: store, Releases: releases, Sessions: sessions, Events: batcher, Boards: board.New(bo),
+	return &Runtime{Prompts: store, Releases: releases, Sessions: sessions, Events: batcher, Boards: board.New(bo), Intents: intents,
 		Leases:   leases.New(leases.Options{Locker: o.Locker, Keys: o.Keys, Events: batcher, Ledger: ledger, MaxPerOwner: o.LeaseMaxPerOwner}),
 		Resolver: session.Resolver{S: sessions, Next: arm}, Bus: bus, Feed: feed, Webhooks: hooks, Exposures: exposures, Access: tokens,
 		Idempotency: idempotency.New(db, o.Idempotency),

@@ -23,6 +23,7 @@ import (
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/exposure"
+	"github.com/promptd/promptd/intent"
 	"github.com/promptd/promptd/internal/harness/testenv"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
@@ -47,6 +48,7 @@ func migrations() []sqlstore.Migration {
 	ms := append(audit.Migrations(), promptstore.Migrations()...)
 	ms = append(ms, release.Migrations()...)
 	ms = append(ms, session.Migrations()...)
+	ms = append(ms, intent.Migrations()...)
 	ms = append(ms, board.Migrations()...)
 	ms = append(ms, exposure.Migrations()...)
 	ms = append(ms, access.Migrations()...)

@@ -241,6 +241,9 @@ type patchRecordRequest struct {
 	State            *string         `json:"state"`
 	Payload          json.RawMessage `json:"payload"`
 	Fence            *int64          `json:"fence"`
+	Merge            *bool           `json:"merge"`
+	BasePayload      json.RawMessage `json:"base_payload"`
+	Intent           *wire.IntentRef `json:"intent"`
 }
 
 // handlePatchRecord: PATCH /v1/boards/{board}/records/{id} (runtime): a
@@ -261,7 +264,7 @@ func (s *Server) handlePatchRecord(c echo.Context) error {
 		return err
 	}
 	r, err := bs.Patch(c.Request().Context(), name, id, board.Update{ExpectedRevision: expected, State: req.State,
-		Payload: req.Payload, Fence: req.Fence})
+		Payload: req.Payload, Fence: req.Fence, Merge: req.Merge != nil && *req.Merge, BasePayload: req.BasePayload, Intent: intentRef(req.Intent)})
 	if err != nil {
 		return headerErr(err, viaHeader)
 	}

@@ -101,6 +101,15 @@ func (s *Server) routes() {
 	v1.POST("/boards/:board/records/:id/claim", boardOnly, s.handleClaimOne, idempotentRuntime...)
 	v1.POST("/boards/:board/records/:id/heartbeat", boardOnly, s.handleHeartbeat, runtime...)
 	v1.POST("/boards/:board/records/:id/release", boardOnly, s.handleReleaseRecord, runtime...)
+	v1.POST("/boards/:board/batches", boardOnly, s.handleApplyBatch, idempotentRuntime...) // batches.go
+	v1.GET("/boards/:board/batches/:id", boardOnly, s.handleGetBatch, runtime...)
+
+	// Intents: the scopes agents register before a batch of work (intents.go).
+	v1.POST("/intents", inHandler, s.handleRegisterIntent, idempotentRuntime...)
+	v1.GET("/intents", inHandler, s.handleListIntents, runtime...)
+	v1.GET("/intents/:id", inHandler, s.handleGetIntent, runtime...)
+	v1.POST("/intents/:id/renew", inHandler, s.handleRenewIntent, runtime...)
+	v1.POST("/intents/:id/release", inHandler, s.handleReleaseIntent, runtime...)
 
 	// Batch import and audit.
 	v1.POST("/import", inHandler, s.handleImport, idempotentAdmin...)

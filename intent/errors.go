@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/promptd/promptd/problem"
+	"github.com/promptd/promptd/wire"
 )
 
 // ErrNotFound: no intent of that id (or it ended longer ago than the
@@ -39,7 +40,7 @@ func (e *Conflict) Problem() *problem.Problem {
 	first := e.Intents[0]
 	return (&problem.Problem{Code: problem.IntentConflict, Detail: fmt.Sprintf(
 		"the scope overlaps %s intent %s held by %q until %s; wait for it, or narrow the scope", first.Mode, first.ID, first.Holder,
-		first.ExpiresAt.UTC().Format(time.RFC3339))}).With("conflicts", e.Intents)
+		first.ExpiresAt.UTC().Format(time.RFC3339))}).With("conflicts", wires(e.Intents))
 }
 
 // Ended: a renew, a release or a write named an intent that was released
@@ -103,4 +104,12 @@ func (e *OutsideScope) Problem() *problem.Problem {
 		p = p.With("field", e.Field)
 	}
 	return p
+}
+
+func wires(in []*Intent) []wire.Intent {
+	out := make([]wire.Intent, len(in))
+	for i, it := range in {
+		out[i] = it.Wire()
+	}
+	return out
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/events"
 	"github.com/promptd/promptd/exposure"
+	"github.com/promptd/promptd/intent"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
 	"github.com/promptd/promptd/release"
@@ -148,8 +149,9 @@ func (m *Main) Open(ctx context.Context) error {
 				DiffMaxBytes: cfg.DiffMaxBytes, DiffMaxLines: int(cfg.DiffMaxLines), DiffCacheBytes: cfg.DiffCacheBytes},
 		},
 		Releases: release.Options{GuardMetrics: release.NewGuardMetrics(m.registry)},
-		Boards: board.Options{Metrics: board.NewMetrics(m.registry), MaxRecords: cfg.BoardMaxRecords, Retention: cfg.BoardRetention,
+		Boards: board.Options{Metrics: board.NewMetrics(m.registry), MaxRecords: cfg.BoardMaxRecords, Retention: cfg.BoardRetention, BatchRetention: cfg.BoardBatchRetention,
 			DedupeTTL: cfg.BoardDedupeTTL, MaxBoardsPerToken: cfg.BoardMaxPerToken, IdleRetention: cfg.BoardIdleRetention},
+		Intents: intent.Options{MaxPerSpace: int(cfg.IntentMaxPerSpace)},
 		Sessions: session.Options{
 			IdleTTL: cfg.SessionIdleTTL, Retention: cfg.SessionRetention,
 			MaxSessionTurns: cfg.SessionMaxTurns, MaxSessionBytes: cfg.SessionMaxBytes, MaxStateKeys: cfg.SessionMaxStateKeys,

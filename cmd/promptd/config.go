@@ -21,6 +21,7 @@ import (
 	"github.com/promptd/promptd/api"
 	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/exposure"
+	"github.com/promptd/promptd/intent"
 	"github.com/promptd/promptd/leases"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/webhook"
@@ -92,11 +93,13 @@ type Config struct {
 	// Boards: non-terminal records per board, how long terminal records
 	// and dedupe keys are kept, boards per creating token, how long an
 	// empty board is kept.
-	BoardMaxRecords    int64
-	BoardRetention     time.Duration
-	BoardDedupeTTL     time.Duration
-	BoardMaxPerToken   int64
-	BoardIdleRetention time.Duration
+	BoardMaxRecords     int64
+	BoardRetention      time.Duration
+	BoardBatchRetention time.Duration
+	IntentMaxPerSpace   int64
+	BoardDedupeTTL      time.Duration
+	BoardMaxPerToken    int64
+	BoardIdleRetention  time.Duration
 	// Leases on etcd (etcd.go): every lease goes through it when set.
 	Etcd EtcdConfig
 	// Webhooks (api/openapi.yaml, Webhooks).
@@ -193,6 +196,8 @@ func readConfig(e *envReader) (Config, error) {
 	c.MaxConns = int(e.count("PROMPTD_MAX_CONNS", api.DefaultMaxConns, "connections served at once (lowered to fit the open-file limit)"))
 	c.BoardMaxRecords = e.count("PROMPTD_BOARD_MAX_RECORDS", board.DefaultMaxRecords, "non-terminal records one board may hold")
 	c.BoardRetention = e.duration("PROMPTD_BOARD_RETENTION", board.DefaultRetention, "terminal board records are deleted this long after")
+	c.BoardBatchRetention = e.duration("PROMPTD_BOARD_BATCH_RETENTION", board.DefaultBatchRetain, "applied board batches (their commit proofs) are kept this long")
+	c.IntentMaxPerSpace = e.count("PROMPTD_INTENT_MAX_PER_SPACE", intent.DefaultMaxPerSpace, "live intents in one space (all agent scopes; each board)")
 	c.BoardDedupeTTL = e.duration("PROMPTD_BOARD_DEDUPE_TTL", board.DefaultDedupeTTL, "how long a board remembers a record's dedupe_key")
 	c.BoardMaxPerToken = e.count("PROMPTD_BOARD_MAX_PER_TOKEN", board.DefaultMaxBoardsPerToken, "boards one token may have created (422 limit_exceeded beyond)")
 	c.BoardIdleRetention = e.duration("PROMPTD_BOARD_IDLE_RETENTION", board.DefaultIdleRetention, "a board without records whose definition is older is deleted")

@@ -32,7 +32,7 @@ func TestLoadConfig_defaults(t *testing.T) {
 		AssembleMaxBytes: 8 << 20, AssembleMaxHistoryTurns: 1000, DiffMaxBytes: 1 << 20, DiffMaxLines: 20000, DiffCacheBytes: 16 << 20,
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second,
 		IdleTimeout: 30 * time.Second, MaxConns: 16384,
-		BoardMaxRecords: 100000, BoardRetention: 720 * time.Hour, BoardDedupeTTL: 168 * time.Hour,
+		BoardMaxRecords: 100000, BoardRetention: 720 * time.Hour, BoardBatchRetention: 72 * time.Hour, IntentMaxPerSpace: 1000, BoardDedupeTTL: 168 * time.Hour,
 		BoardMaxPerToken: 100, BoardIdleRetention: 168 * time.Hour,
 		Etcd:                     EtcdConfig{Timeout: time.Second},
 		WebhookDeliveryRetention: 720 * time.Hour,
