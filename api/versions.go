@@ -14,6 +14,7 @@ type createVersionRequest struct {
 	BaseVersion *int            `json:"base_version"`
 	Config      json.RawMessage `json:"config"`
 	Message     string          `json:"message"`
+	Merge       *bool           `json:"merge"`
 }
 
 func (r *createVersionRequest) validate() error {
@@ -35,11 +36,14 @@ type versionResponse struct {
 	Message     string          `json:"message"`
 	CreatedBy   string          `json:"created_by"`
 	CreatedAt   timestamp       `json:"created_at"`
+	// Merge: a merged version's parents (its author's base, and the
+	// version it was merged over).
+	Merge *promptstore.VersionMerge `json:"merge,omitempty"`
 }
 
 func versionBody(v *promptstore.Version) versionResponse {
 	return versionResponse{Agent: v.Agent, Version: v.Version, Config: v.Config, ContentHash: v.ContentHash,
-		Message: v.Message, CreatedBy: v.CreatedBy, CreatedAt: timestamp(v.CreatedAt)}
+		Message: v.Message, CreatedBy: v.CreatedBy, CreatedAt: timestamp(v.CreatedAt), Merge: v.Merge}
 }
 
 func versionEntity(v *promptstore.Version) any { return versionBody(v) }
@@ -65,14 +69,15 @@ func (s *Server) handleCreateVersion(c echo.Context) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	in := promptstore.CreateVersionInput{Agent: agent, BaseVersion: *req.BaseVersion, Config: req.Config, Message: req.Message}
+	in := promptstore.CreateVersionInput{Agent: agent, BaseVersion: *req.BaseVersion, Config: req.Config, Message: req.Message,
+		Merge: req.Merge != nil && *req.Merge}
 	if dryRun {
 		v, err := s.rt.Prompts.CheckVersion(c.Request().Context(), in)
 		if err != nil {
 			return err
 		}
 		return s.send(c, http.StatusOK, dryRunVersion{Agent: v.Agent, Version: v.Version, Config: v.Config,
-			ContentHash: v.ContentHash, Message: v.Message, DryRun: true})
+			ContentHash: v.ContentHash, Message: v.Message, DryRun: true, Merge: v.Merge})
 	}
 	v, err := s.rt.Prompts.CreateVersion(c.Request().Context(), in, recordAnswer(s, c, http.StatusCreated, versionEntity))
 	if err != nil {
@@ -84,12 +89,13 @@ func (s *Server) handleCreateVersion(c echo.Context) error {
 // dryRunVersion is the answer of a dry-run create: the version it would
 // make.
 type dryRunVersion struct {
-	Agent       string          `json:"agent"`
-	Version     int             `json:"version"`
-	Config      json.RawMessage `json:"config"`
-	ContentHash string          `json:"content_hash"`
-	Message     string          `json:"message"`
-	DryRun      bool            `json:"dry_run"`
+	Agent       string                    `json:"agent"`
+	Version     int                       `json:"version"`
+	Config      json.RawMessage           `json:"config"`
+	ContentHash string                    `json:"content_hash"`
+	Message     string                    `json:"message"`
+	DryRun      bool                      `json:"dry_run"`
+	Merge       *promptstore.VersionMerge `json:"merge,omitempty"`
 }
 
 // dryRunOf reads ?dry_run=: true or false (the default).

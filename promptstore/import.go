@@ -126,7 +126,7 @@ func (s *Store) Import(ctx context.Context, in ImportInput, then ...sqlstore.The
 	preps := make([]*prepared, len(in.Items))
 	for i, it := range in.Items {
 		res.Results[i].Agent = it.Agent
-		p, err := prepare(CreateVersionInput(it))
+		p, err := prepare(CreateVersionInput{Agent: it.Agent, BaseVersion: it.BaseVersion, Config: it.Config, Message: it.Message})
 		if err != nil {
 			res.Results[i].Status = "invalid"
 			res.Results[i].Error = itemError(err)

@@ -81,5 +81,15 @@ func Migrations() []sqlstore.Migration {
 			}
 		}
 		return nil
-	}}}
+	}}, {Component: "promptstore", Version: 2, Name: "prompt_versions.merge_base: the base a merged version's author started from", Up: addMergeBase}}
+}
+
+// addMergeBase records, for a version created by a three-way merge, the
+// version its author started from (its other parent is the version before
+// it, the one merged over); NULL for every other version.
+func addMergeBase(tx *gorm.DB) error {
+	if tx.Migrator().HasColumn("prompt_versions", "merge_base") {
+		return nil
+	}
+	return tx.Exec(`ALTER TABLE prompt_versions ADD COLUMN merge_base INT NULL`).Error
 }

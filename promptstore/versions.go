@@ -25,6 +25,17 @@ type Version struct {
 	Message     string          `json:"message"`
 	CreatedBy   string          `json:"created_by"`
 	CreatedAt   time.Time       `json:"created_at"`
+	// Merge is set on a version created by a three-way merge: its parents
+	// are the version before it (theirs) and the author's base.
+	Merge *VersionMerge `json:"merge,omitempty"`
+}
+
+// VersionMerge names a merged version's parents: BaseVersion, the version
+// its author started from, and TheirsVersion, the latest version it was
+// merged over (the version before it).
+type VersionMerge struct {
+	BaseVersion   int `json:"base_version"`
+	TheirsVersion int `json:"theirs_version"`
 }
 
 // Snapshot is a version with its parsed config, as the caches hold it.
@@ -45,6 +56,12 @@ type CreateVersionInput struct {
 	BaseVersion int
 	Config      json.RawMessage
 	Message     string
+	// Merge: when BaseVersion is not the latest, merge Config's changes
+	// from BaseVersion with those made since (three-way, by JSON path) and
+	// create the merged version over the latest, or answer *MergeConflict
+	// with the paths both changed; without it a stale base is
+	// *VersionConflict.
+	Merge bool
 }
 
 // prepared is a validated create, ready to write.
@@ -53,6 +70,8 @@ type prepared struct {
 	parsed *prompt.Config
 	canon  []byte
 	hash   string
+	// mergeBase is the author's base of a merged version (nil otherwise).
+	mergeBase *int
 }
 
 func prepare(in CreateVersionInput) (*prepared, error) {
@@ -92,8 +111,16 @@ func (s *Store) CreateVersion(ctx context.Context, in CreateVersionInput, then .
 	defer s.lock(ctx, key)()
 	sctx, cancel := s.sqlCtx(ctx)
 	defer cancel()
+	final := p
 	v, err := sqlstore.Transact(sctx, s.db, func(tx *gorm.DB) (*Version, error) {
-		return s.insertVersion(ctx, tx, p)
+		if in.Merge {
+			m, err := s.mergeOver(tx, p)
+			if err != nil {
+				return nil, err
+			}
+			final = m
+		}
+		return s.insertVersion(ctx, tx, final)
 	}, then...)
 	if err != nil {
 		var vc *VersionConflict
@@ -102,7 +129,7 @@ func (s *Store) CreateVersion(ctx context.Context, in CreateVersionInput, then .
 		}
 		return nil, storeErr(err)
 	}
-	s.snaps.put(&Snapshot{Version: v, Parsed: p.parsed})
+	s.snaps.put(&Snapshot{Version: v, Parsed: final.parsed})
 	s.mirrorSnapshot(ctx, v)
 	return v, nil
 }
@@ -119,7 +146,20 @@ func (s *Store) CheckVersion(ctx context.Context, in CreateVersionInput) (*Versi
 	}
 	sctx, cancel := s.sqlCtx(ctx)
 	defer cancel()
-	latest, err := latestVersion(s.db.WithContext(sctx), in.Agent)
+	db := s.db.WithContext(sctx)
+	if in.Merge {
+		m, err := s.mergeOver(db, p)
+		if err != nil {
+			return nil, storeErr(err)
+		}
+		v := &Version{Agent: in.Agent, Version: m.in.BaseVersion + 1, Config: m.canon, ContentHash: m.hash, Message: in.Message,
+			CreatedBy: audit.Actor(ctx)}
+		if m.mergeBase != nil {
+			v.Merge = &VersionMerge{BaseVersion: *m.mergeBase, TheirsVersion: m.in.BaseVersion}
+		}
+		return v, nil
+	}
+	latest, err := latestVersion(db, in.Agent)
 	if err != nil {
 		return nil, err
 	}
@@ -156,8 +196,11 @@ func (s *Store) insertVersion(ctx context.Context, tx *gorm.DB, p *prepared) (*V
 	}
 	v := &Version{Agent: agent, Version: base + 1, Config: p.canon, ContentHash: p.hash, Message: p.in.Message,
 		CreatedBy: audit.Actor(ctx), CreatedAt: time.UnixMilli(ms).UTC()}
-	err := tx.Exec(`INSERT INTO prompt_versions (agent, version, config, content_hash, message, created_by, created_at_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, agent, v.Version, string(p.canon), p.hash, v.Message, v.CreatedBy, ms).Error
+	if p.mergeBase != nil {
+		v.Merge = &VersionMerge{BaseVersion: *p.mergeBase, TheirsVersion: base}
+	}
+	err := tx.Exec(`INSERT INTO prompt_versions (agent, version, config, content_hash, message, created_by, created_at_ms, merge_base)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, agent, v.Version, string(p.canon), p.hash, v.Message, v.CreatedBy, ms, p.mergeBase).Error
 	if sqlstore.IsDuplicate(err) {
 		return nil, conflict(tx, agent, base)
 	}
@@ -165,6 +208,9 @@ func (s *Store) insertVersion(ctx context.Context, tx *gorm.DB, p *prepared) (*V
 		return nil, err
 	}
 	details := map[string]any{"version": v.Version, "content_hash": v.ContentHash, "base_version": base}
+	if v.Merge != nil {
+		details["merge"] = v.Merge
+	}
 	if err := s.audit.Append(ctx, tx, audit.Event{Action: "version.created", Agent: agent,
 		Resource: fmt.Sprintf("agents/%s/versions/%d", agent, v.Version)}, details); err != nil {
 		return nil, err
@@ -228,11 +274,16 @@ type versionRow struct {
 	Message     string
 	CreatedBy   string
 	CreatedAtMs int64
+	MergeBase   *int
 }
 
 func (r versionRow) version() *Version {
-	return &Version{Agent: r.Agent, Version: r.Version, Config: json.RawMessage(r.Config), ContentHash: r.ContentHash,
+	v := &Version{Agent: r.Agent, Version: r.Version, Config: json.RawMessage(r.Config), ContentHash: r.ContentHash,
 		Message: r.Message, CreatedBy: r.CreatedBy, CreatedAt: time.UnixMilli(r.CreatedAtMs).UTC()}
+	if r.MergeBase != nil {
+		v.Merge = &VersionMerge{BaseVersion: *r.MergeBase, TheirsVersion: r.Version - 1}
+	}
+	return v
 }
 
 // Snapshot returns a version with its parsed config: from the in-process
@@ -267,7 +318,7 @@ func (s *Store) loadVersion(ctx context.Context, agent string, version int) (*Ve
 	ctx, cancel := s.sqlCtx(ctx)
 	defer cancel()
 	var rows []versionRow
-	err := s.db.WithContext(ctx).Raw(`SELECT agent, version, config, content_hash, message, created_by, created_at_ms
+	err := s.db.WithContext(ctx).Raw(`SELECT agent, version, config, content_hash, message, created_by, created_at_ms, merge_base
 		FROM prompt_versions WHERE agent = ? AND version = ?`, agent, version).Scan(&rows).Error
 	if err != nil {
 		return nil, storeErr(sqlstore.Translate(err))
@@ -342,14 +393,14 @@ const PageMaxBytes = 4 << 20
 // first, streaming the rows and stopping once their configs pass
 // PageMaxBytes; full reports that more may follow.
 func (s *Store) versionPage(ctx context.Context, agent string, before, limit int) ([]versionRow, bool, error) {
-	rs, err := s.db.WithContext(ctx).Raw(`SELECT agent, version, config, content_hash, message, created_by, created_at_ms
+	rs, err := s.db.WithContext(ctx).Raw(`SELECT agent, version, config, content_hash, message, created_by, created_at_ms, merge_base
 		FROM prompt_versions WHERE agent = ? AND version < ? ORDER BY version DESC LIMIT ?`, agent, before, limit+1).Rows()
 	if err != nil {
 		return nil, false, err
 	}
 	return sqlstore.ScanPage(rs, limit, PageMaxBytes, func(rs *sql.Rows) (versionRow, int, error) {
 		var r versionRow
-		err := rs.Scan(&r.Agent, &r.Version, &r.Config, &r.ContentHash, &r.Message, &r.CreatedBy, &r.CreatedAtMs)
+		err := rs.Scan(&r.Agent, &r.Version, &r.Config, &r.ContentHash, &r.Message, &r.CreatedBy, &r.CreatedAtMs, &r.MergeBase)
 		return r, len(r.Config) + len(r.Message), err
 	})
 }

@@ -1,6 +1,24 @@
 package jsonmerge
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
+
+// keyValue is the string at key k of element e: k is a member name, or a
+// dotted path of member names ("function.name": the name of the element's
+// function object). "" when there is none.
+func keyValue(e any, k string) string {
+	obj, _ := e.(map[string]any)
+	if v, ok := obj[k].(string); ok {
+		return v
+	}
+	head, rest, nested := strings.Cut(k, ".")
+	if !nested {
+		return ""
+	}
+	return keyValue(obj[head], rest)
+}
 
 // key returns the first of the keys by which all of arrays are keyed.
 func (m *merger) key(arrays ...[]any) (string, bool) {
@@ -18,8 +36,7 @@ func keyedBy(k string, arrays [][]any) bool {
 	for _, arr := range arrays {
 		seen := make(map[string]bool, len(arr))
 		for _, e := range arr {
-			obj, _ := e.(map[string]any)
-			v, _ := obj[k].(string)
+			v := keyValue(e, k)
 			if v == "" || seen[v] {
 				return false
 			}
@@ -38,7 +55,7 @@ type elements struct {
 func index(k string, arr []any) elements {
 	es := elements{byKey: make(map[string]any, len(arr))}
 	for _, e := range arr {
-		v := e.(map[string]any)[k].(string)
+		v := keyValue(e, k)
 		es.order = append(es.order, v)
 		es.byKey[v] = e
 	}

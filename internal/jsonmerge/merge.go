@@ -8,7 +8,8 @@ import (
 
 // Options say how arrays of objects are matched.
 type Options struct {
-	// Keys are the member names that identify an element of an array of
+	// Keys are the member names (or dotted paths of member names, such as
+	// "function.name") that identify an element of an array of
 	// objects, tried in order for each array: []string{"name"} for prompt
 	// configs, []string{"id", "name"} for payloads. Empty names are skipped.
 	Keys []string

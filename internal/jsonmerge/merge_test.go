@@ -197,3 +197,22 @@ func TestMerge_errorNamesTheInput(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A key may be a dotted path: tools are keyed by their function's name.
+func TestMerge_dottedKey_keysToolsByTheirFunctionName(t *testing.T) {
+	base := `[{"type":"function","function":{"name":"a","description":"A"}},{"type":"function","function":{"name":"b","description":"B"}}]`
+	ours := `[{"type":"function","function":{"name":"a","description":"A2"}},{"type":"function","function":{"name":"b","description":"B"}}]`
+	theirs := `[{"type":"function","function":{"name":"a","description":"A"}},{"type":"function","function":{"name":"b","description":"B"}},{"type":"function","function":{"name":"c"}}]`
+	got, conflicts, err := Merge([]byte(base), []byte(ours), []byte(theirs), Options{Keys: []string{"name", "function.name"}})
+	want := `[{"function":{"description":"A2","name":"a"},"type":"function"},{"function":{"description":"B","name":"b"},"type":"function"},{"function":{"name":"c"},"type":"function"}]`
+	if err != nil || len(conflicts) != 0 || string(got) != want {
+		t.Fatalf("merge = %s %v %v", got, conflicts, err)
+	}
+	// control: without the dotted key the array is one value, changed on both sides
+	if _, conflicts, _ := Merge([]byte(base), []byte(ours), []byte(theirs), Options{Keys: []string{"name"}}); len(conflicts) != 1 {
+		t.Fatalf("undotted: %v", conflicts)
+	}
+	if p := (Path{{Key: "function.name", Value: "a"}, {Member: "description"}}).String(); p == "" {
+		t.Fatal("empty path string")
+	}
+}
