@@ -59,8 +59,12 @@ func elem(arr any, key string, name string) map[string]any {
 func edits(base map[string]any, side string, r *rand.Rand) []edit {
 	var out []edit
 	out = append(out, edit{path: "system", apply: func(c map[string]any) { c["system"] = "You help {{company}}, " + side + "." }})
-	out = append(out, edit{path: "model.temperature", apply: func(c map[string]any) { c["model"].(map[string]any)["temperature"] = map[string]float64{"o": 0.5, "t": 0.7}[side] }})
-	out = append(out, edit{path: "model.max_tokens", apply: func(c map[string]any) { c["model"].(map[string]any)["max_tokens"] = map[string]int{"o": 100, "t": 200}[side] }})
+	out = append(out, edit{path: "model.temperature", apply: func(c map[string]any) {
+		c["model"].(map[string]any)["temperature"] = map[string]float64{"o": 0.5, "t": 0.7}[side]
+	}})
+	out = append(out, edit{path: "model.max_tokens", apply: func(c map[string]any) {
+		c["model"].(map[string]any)["max_tokens"] = map[string]int{"o": 100, "t": 200}[side]
+	}})
 	out = append(out, edit{path: "memory", apply: func(c map[string]any) { c["memory"] = []any{"first", "from " + side} }})
 	out = append(out, edit{path: "variables.company.default", apply: func(c map[string]any) {
 		c["variables"].(map[string]any)["company"].(map[string]any)["default"] = "Co " + side
