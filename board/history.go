@@ -7,7 +7,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/internal/canonjson"
-	"github.com/promptd/promptd/internal/jsonmerge"
+	"github.com/promptd/promptd/jsonmerge"
 	"github.com/promptd/promptd/problem"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/promptd/promptd/internal/jsonmerge"
+	"github.com/promptd/promptd/jsonmerge"
 	"github.com/promptd/promptd/problem"
 	"github.com/promptd/promptd/prompt"
 	"github.com/promptd/promptd/sqlstore"

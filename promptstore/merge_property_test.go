@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/promptd/promptd/internal/canonjson"
-	"github.com/promptd/promptd/internal/jsonmerge"
+	"github.com/promptd/promptd/jsonmerge"
 	"github.com/promptd/promptd/promptstore"
 )
 

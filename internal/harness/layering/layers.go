@@ -14,7 +14,7 @@ var Layers = [][]string{
 	// and the wire shapes; they import only the standard library.
 	{"problem", "wire"},
 	// 1: leaves; they import nothing of promptd but the vocabulary.
-	{"ident", "telemetry", "console", "sqlstore", "internal/jsonin", "internal/buildinfo", "internal/slowloris", "internal/jsonmerge", "release/guard"},
+	{"ident", "telemetry", "console", "sqlstore", "internal/jsonin", "internal/buildinfo", "internal/slowloris", "jsonmerge", "release/guard"},
 	// 2: canonical JSON, leases and the audit log.
 	{"internal/canonjson", "locks", "audit"},
 	// 3: the pure prompt model, the change feed and the intent graph.
