@@ -46,6 +46,9 @@ func graph(t *testing.T, overlay string) []pkg {
 		} else if err != nil {
 			t.Fatal(err)
 		}
+		if strings.Contains(p.ImportPath, "/node_modules/") {
+			continue // an npm package's own Go sources (the SDK's dependencies), not promptd's
+		}
 		pkgs = append(pkgs, p)
 	}
 	return pkgs
