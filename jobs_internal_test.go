@@ -203,11 +203,11 @@ func TestRun_schedulesEveryJob(t *testing.T) {
 	for _, c := range []struct {
 		guard time.Duration
 		want  int
-	}{{0, 11}, {-1, 10}} {
+	}{{0, 12}, {-1, 11}} {
 		rt := New(db, Options{Instance: "jobs", Jobs: JobOptions{GuardEvery: c.guard}})
 		s := rt.scheduler()
 		if n := len(s.cron.Entries()); n != c.want {
-			t.Errorf("GuardEvery %v: %d jobs scheduled, want %d (reconcile, idempotency sweep, audit retention, webhook retention, outcome dedupe sweep, exposure retention, change-request expiry, release steps, release guards, session sweep, board reclaim)", c.guard, n, c.want)
+			t.Errorf("GuardEvery %v: %d jobs scheduled, want %d (reconcile, idempotency sweep, audit retention, webhook retention, outcome dedupe sweep, exposure retention, change-request expiry, release steps, release guards, session sweep, board reclaim, intent expiry)", c.guard, n, c.want)
 		}
 		s.stop(context.Background())
 		_ = rt.Close()
