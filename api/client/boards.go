@@ -82,12 +82,20 @@ type ClaimRequest struct {
 
 // RecordUpdate is a compare-and-set of a record: ExpectedRevision, and
 // Fence (0: none) while it is claimed; State "" and Payload nil leave
-// them as they are.
+// them as they are. Merge merges Payload over the changes made since
+// ExpectedRevision (three-way, from BasePayload, the payload read at that
+// revision, or else the one the board kept): a change on both sides at one
+// path is ErrMergeConflict. Intent, when set, is the intent the write is
+// made under: ErrStaleFence once it ended, ErrOutsideIntent when its scope
+// does not cover the record.
 type RecordUpdate struct {
 	ExpectedRevision int64
 	State            string
 	Payload          any
 	Fence            int64
+	Merge            bool
+	BasePayload      any
+	Intent           *IntentRef
 }
 
 // ListRecordsOptions filter and page a record listing.
@@ -181,7 +189,8 @@ func (c *Client) ListRecords(ctx context.Context, board string, o ListRecordsOpt
 	return page.Items, next, nil
 }
 
-// UpdateRecord applies u (compare-and-set on its revision and fence).
+// UpdateRecord applies u (compare-and-set on its revision and fence, and
+// on its intent's fence under an intent).
 func (c *Client) UpdateRecord(ctx context.Context, board, id string, u RecordUpdate) (*Record, error) {
 	body := map[string]any{"expected_revision": u.ExpectedRevision}
 	if u.State != "" {
@@ -196,6 +205,19 @@ func (c *Client) UpdateRecord(ctx context.Context, board, id string, u RecordUpd
 	}
 	if u.Fence != 0 {
 		body["fence"] = u.Fence
+	}
+	if u.Merge {
+		body["merge"] = true
+	}
+	if u.BasePayload != nil {
+		p, err := rawJSON(u.BasePayload)
+		if err != nil {
+			return nil, err
+		}
+		body["base_payload"] = p
+	}
+	if u.Intent != nil {
+		body["intent"] = u.Intent
 	}
 	var r Record
 	_, err := c.do(ctx, call{method: http.MethodPatch, path: recordPath(board, id), body: body}, &r)

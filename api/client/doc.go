@@ -4,8 +4,10 @@
 // (errors.Is(err, client.ErrVersionConflict)), an Idempotency-Key on every
 // POST that creates or appends, bounded retries that are safe to make, a
 // runtime-side PromptCache that revalidates with If-None-Match and keeps
-// the last good prompt through an outage, and HoldLease, a session lease
-// kept alive at TTL/3 whose loss cancels a context.
+// the last good prompt through an outage, HoldLease, a session lease
+// kept alive at TTL/3 whose loss cancels a context, and intents with the
+// board batches written under them (RegisterIntent, ApplyBatch and its
+// commit proof).
 //
 // The package depends on net/http and encoding/json only.
 package client

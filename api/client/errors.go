@@ -136,7 +136,8 @@ func (e *Error) LatestVersion() int { return int(e.int64Field("latest_version"))
 // precondition_failed (0 when absent, or when the resource does not exist).
 func (e *Error) CurrentRevision() int64 { return e.int64Field("current_revision") }
 
-// CurrentFence is the session's current fence of a stale_fence.
+// CurrentFence is the current fence of a stale_fence: the session's,
+// the claim's, or the intent's.
 func (e *Error) CurrentFence() int64 { return e.int64Field("current_fence") }
 
 // ReleaseID names the active release of a release_active.
@@ -174,6 +175,55 @@ func (e *Error) ImportResult() *ImportResult {
 		return nil
 	}
 	r := &ImportResult{BatchFingerprint: e.stringField("batch_fingerprint")}
+	e.decodeField("results", &r.Results)
+	e.decodeField("summary", &r.Summary)
+	return r
+}
+
+// IntentID names the intent of a stale_fence or outside_intent answered
+// to a write, renew or release under an intent.
+func (e *Error) IntentID() string { return e.stringField("intent_id") }
+
+// EndedAt is when the intent of a stale_fence ended (zero if it did not:
+// the fence was another).
+func (e *Error) EndedAt() time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, e.stringField("ended_at"))
+	return t
+}
+
+// ContentHash is the record's current content hash of a merge_conflict.
+func (e *Error) ContentHash() string { return e.stringField("content_hash") }
+
+// IntentConflicts are the live intents an intent_conflict's registration
+// overlaps: their holders, scopes and expiry (nil for another code).
+func (e *Error) IntentConflicts() []Intent {
+	if e == nil || e.Code != ErrIntentConflict {
+		return nil
+	}
+	var out []Intent
+	e.decodeField("conflicts", &out)
+	return out
+}
+
+// MergeConflicts are the paths of a merge_conflict (of a record's payload,
+// or of any other merged document), each with its base, ours and theirs
+// values (nil for another code).
+func (e *Error) MergeConflicts() []MergePath {
+	if e == nil || e.Code != ErrMergeConflict {
+		return nil
+	}
+	var out []MergePath
+	e.decodeField("conflicts", &out)
+	return out
+}
+
+// BatchRejection is what a batch_rejected carries: every item's result
+// and the summary (nil for another code).
+func (e *Error) BatchRejection() *BatchRejection {
+	if e == nil || e.Code != ErrBatchRejected {
+		return nil
+	}
+	r := &BatchRejection{BatchFingerprint: e.stringField("batch_fingerprint")}
 	e.decodeField("results", &r.Results)
 	e.decodeField("summary", &r.Summary)
 	return r

@@ -86,3 +86,52 @@ func ExampleClient_ClaimLoop() {
 		fmt.Println("worker stopped:", err)
 	}
 }
+
+// An importer writes its rows under an intent: registered first, so that
+// another agent about to touch the same records is told who holds them;
+// the batch is all or nothing, carries the intent's fence (checked in the
+// batch's own transaction) and the fingerprint the importer computed, so
+// the proof that comes back is of this batch.
+func ExampleClient_ApplyBatch() {
+	ctx := context.Background()
+	c := client.New("http://127.0.0.1:8080", "runtime-token")
+	in, err := c.RegisterIntent(ctx, client.IntentInput{Holder: "importer-1", TTL: 2 * time.Minute, Description: "nightly EU import",
+		Scope: client.IntentScope{Records: []client.IntentRecordScope{{Board: "crm", Prefixes: []string{"eu-"}}}}})
+	var e *client.Error
+	if errors.Is(err, client.ErrIntentConflict) && errors.As(err, &e) {
+		for _, other := range e.IntentConflicts() {
+			fmt.Printf("%s holds %s until %s: try later\n", other.Holder, other.ID, other.ExpiresAt)
+		}
+		return
+	} else if err != nil {
+		return
+	}
+	defer c.ReleaseIntent(context.Background(), in.ID, in.Fence) // a fresh context: ctx may be done
+
+	batch := client.BatchInput{Mode: client.BatchAllOrNothing, Intent: &client.IntentRef{ID: in.ID, Fence: in.Fence},
+		Items: []client.BatchItem{
+			{Op: client.BatchCreate, ID: "eu-1", Payload: map[string]string{"name": "Ada"}},
+			{Op: client.BatchUpdate, ID: "eu-2", ExpectedRevision: 4, Payload: map[string]string{"city": "Lyon"}, Merge: true},
+		}}
+	if batch.BatchFingerprint, err = batch.Fingerprint(); err != nil {
+		return
+	}
+	b, err := c.ApplyBatch(ctx, "crm", batch)
+	switch {
+	case errors.Is(err, client.ErrBatchRejected) && errors.As(err, &e):
+		for _, r := range e.BatchRejection().Results {
+			if r.Conflict != nil {
+				fmt.Printf("item %d (%s): %s\n", r.Index, r.ID, r.Conflict.Code)
+				for _, p := range client.MergePathsOf(r.Conflict) {
+					fmt.Printf("  both changed %s\n", p)
+				}
+			}
+		}
+	case errors.Is(err, client.ErrStaleFence):
+		fmt.Println("the intent expired before the batch: nothing was written")
+	case err == nil:
+		for _, r := range b.Results {
+			fmt.Printf("%s: %s, revision %d -> %d, %s\n", r.ID, r.Status, r.RevisionBefore, r.RevisionAfter, r.ContentHash)
+		}
+	}
+}
