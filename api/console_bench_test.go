@@ -36,9 +36,9 @@ import (
 //
 //	PROMPTD_BENCH_CONSOLE=1 ./scripts/test.sh -v -run TestConsolePages_serverTimePerPage ./api/
 func TestConsolePages_serverTimePerPage(t *testing.T) {
-	size := benchSize{agents: 20, versions: 3, runs: 5, sessions: 20, records: 20, tokens: 5, releases: 3, requests: 3}
+	size := benchSize{agents: 20, versions: 3, runs: 5, sessions: 20, records: 20, tokens: 5, releases: 3, requests: 3, intents: 5}
 	if os.Getenv("PROMPTD_BENCH_CONSOLE") == "1" {
-		size = benchSize{agents: 1000, versions: 10, runs: 100, sessions: 1000, records: 1000, tokens: 100, releases: 100, requests: 50}
+		size = benchSize{agents: 1000, versions: 10, runs: 100, sessions: 1000, records: 1000, tokens: 100, releases: 100, requests: 50, intents: 500}
 	}
 	testenv.ForEachDialect(t, promptd.Migrations(), func(t *testing.T, db *gorm.DB) {
 		b := newBenchServer(t, db)
@@ -83,7 +83,7 @@ func TestConsolePages_serverTimePerPage(t *testing.T) {
 }
 
 type benchSize struct {
-	agents, versions, runs, sessions, records, tokens, releases, requests int
+	agents, versions, runs, sessions, records, tokens, releases, requests, intents int
 }
 
 type benchRow struct {
@@ -104,8 +104,8 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 
 // benchSeed names what the pages open.
 type benchSeed struct {
-	agent, midAgent, release, session, board, webhook string
-	versions                                          int
+	agent, midAgent, release, session, board, webhook, intent string
+	versions                                                  int
 }
 
 // consolePage is a console page and the /v1 requests it makes on load
@@ -155,6 +155,11 @@ var consolePages = []consolePage{
 		a := "/v1/boards/" + s.board
 		return []string{"/ui/session", a, a + "/records?limit=50", a + "/changes?actions=board.record_reclaimed&since=0&wait_ms=0&limit=50"}
 	}},
+	{"intents", func(s benchSeed) []string { return []string{"/ui/session", "/v1/intents?limit=50"} }},
+	{"intents (by board)", func(s benchSeed) []string {
+		return []string{"/ui/session", "/v1/intents?board=" + s.board + "&limit=50"}
+	}},
+	{"intent", func(s benchSeed) []string { return []string{"/ui/session", "/v1/intents/" + s.intent} }},
 	{"webhooks", func(s benchSeed) []string { return []string{"/ui/session", "/v1/webhooks?limit=50"} }},
 	{"webhook", func(s benchSeed) []string {
 		return []string{"/ui/session", "/v1/webhooks/" + s.webhook, "/v1/webhooks/" + s.webhook + "/deliveries?limit=50"}
@@ -314,7 +319,8 @@ func (b *benchServer) count(table string) int64 {
 // seed writes the data set over HTTP with the admin token: versions by
 // import (10,000 items a batch at most), a prod pointer for every agent
 // and staging for a tenth, releases, sessions with turns and state, a
-// board's records, tokens, a protected env's change requests, webhooks.
+// board's records, intents on its records, tokens, a protected env's
+// change requests, webhooks.
 func (b *benchServer) seed(n benchSize) benchSeed {
 	b.t.Helper()
 	name := func(i int) string { return fmt.Sprintf("agent-%04d", i) }
@@ -358,6 +364,11 @@ func (b *benchServer) seed(n benchSize) benchSeed {
 	s.board = "tasks"
 	for i := range n.records {
 		b.must(201, "POST", "/v1/boards/tasks/records", fmt.Sprintf(`{"payload": {"n": %d}}`, i), "Idempotency-Key", fmt.Sprintf("rec-%d", i))
+	}
+	for i := range n.intents { // disjoint record prefixes of the board: none overlaps another
+		it := b.must(201, "POST", "/v1/intents", fmt.Sprintf(`{"holder": "importer-%d", "ttl_ms": 3600000, "scope": {"records": [{"board": "tasks", "prefixes": ["part-%d-"]}]}}`, i, i),
+			"Idempotency-Key", fmt.Sprintf("int-%d", i))
+		s.intent = it["id"].(string)
 	}
 	for i := range n.tokens {
 		b.must(201, "POST", "/v1/tokens", fmt.Sprintf(`{"name": "tok-%03d", "role": "runtime", "scopes": {"agents": ["agent-%d*"]}}`, i, i%10),

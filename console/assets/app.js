@@ -17,6 +17,8 @@ import sessions from './pages/sessions.js';
 import session from './pages/session.js';
 import boards from './pages/boards.js';
 import board from './pages/board.js';
+import intents from './pages/intents.js';
+import intent from './pages/intent.js';
 import webhooks from './pages/webhooks.js';
 import webhook from './pages/webhook.js';
 import tokens from './pages/tokens.js';
@@ -36,6 +38,8 @@ const routes = [
   ['/ui/sessions/:id', session, 'sessions'],
   ['/ui/boards', boards, 'boards'],
   ['/ui/boards/:board', board, 'boards'],
+  ['/ui/intents', intents, 'intents'],
+  ['/ui/intents/:id', intent, 'intents'],
   ['/ui/webhooks', webhooks, 'webhooks'],
   ['/ui/webhooks/:id', webhook, 'webhooks'],
   ['/ui/tokens', tokens, 'tokens'],

@@ -8,13 +8,14 @@ import (
 
 // seeded names what seedAll created, for the pages that show one thing.
 type seeded struct {
-	release, webhook string
+	release, webhook, intent string
 }
 
 // seedAll gives every console page something to show: two agents with
 // versions and envs, a running release with traffic, a session with turns,
-// state and a lease, a board with a claimed record, a webhook with
-// deliveries, a managed token, a pending change request and their audit.
+// state and a lease, a board with a claimed record and an intent on its
+// records, a webhook with deliveries, a managed token, a pending change
+// request and their audit.
 func (s *server) seedAll() seeded {
 	s.t.Helper()
 	s.publish("support", 0, "You are a helpful assistant for ACME.")
@@ -42,12 +43,14 @@ func (s *server) seedAll() seeded {
 	s.mustAs(runtimeToken, 201, "POST", "/v1/boards/tasks/records", map[string]any{"id": "t1", "payload": map[string]any{"title": "triage"}, "priority": 2})
 	s.mustAs(runtimeToken, 201, "POST", "/v1/boards/tasks/records", map[string]any{"id": "t2", "payload": map[string]any{"title": "reply"}})
 	s.mustAs(runtimeToken, 200, "POST", "/v1/boards/tasks/claim", map[string]any{"holder": "agent-a"})
+	in := s.mustAs(runtimeToken, 201, "POST", "/v1/intents", map[string]any{"holder": "agent-a", "description": "triage the backlog", "ttl_ms": 3600000,
+		"scope": map[string]any{"records": []map[string]any{{"board": "tasks", "ids": []string{"t1", "t2"}, "prefixes": []string{"t-"}}}}})
 
 	s.must(201, "POST", "/v1/tokens", map[string]any{"name": "ci", "role": "runtime", "scopes": map[string]any{"agents": []string{"support"}}})
 
 	s.must(200, "PUT", "/v1/protections/staging", map[string]any{"approvals": 1})
 	s.must(202, "PUT", "/v1/agents/support/envs/staging", map[string]any{"version": 1, "expected_revision": 1})
-	return seeded{release: rel["id"].(string), webhook: wh["id"].(string)}
+	return seeded{release: rel["id"].(string), webhook: wh["id"].(string), intent: in["id"].(string)}
 }
 
 // consolePage is one URL of the console and what shows it has loaded.
@@ -69,6 +72,8 @@ func consolePages(d seeded) []consolePage {
 		{"session", "/ui/sessions/chat-1", loaded("turns") + " " + sel("turn-row")},
 		{"boards", "/ui/boards", loaded("boards")},
 		{"board", "/ui/boards/tasks", loaded("records") + " " + sel("record-row")},
+		{"intents", "/ui/intents", loaded("intents") + " " + sel("intent-row")},
+		{"intent", "/ui/intents/" + d.intent, sel("intent-summary", "data-state", "active")},
 		{"webhooks", "/ui/webhooks", loaded("webhooks") + " " + sel("webhook-row")},
 		{"webhook", "/ui/webhooks/" + d.webhook, loaded("deliveries")},
 		{"tokens", "/ui/tokens", loaded("tokens") + " " + sel("token-row")},
