@@ -3,7 +3,7 @@ package jsonmerge_test
 import (
 	"fmt"
 
-	"github.com/promptd/promptd/internal/jsonmerge"
+	"github.com/promptd/promptd/jsonmerge"
 )
 
 // An agent edited a prompt config from revision 3 while revision 4 landed:

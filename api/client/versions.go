@@ -69,6 +69,15 @@ type Version struct {
 	Message     string          `json:"message"`
 	CreatedBy   string          `json:"created_by"`
 	CreatedAt   time.Time       `json:"created_at"`
+	// Merge names a merged version's parents (nil for others).
+	Merge *VersionMerge `json:"merge,omitempty"`
+}
+
+// VersionMerge is a merged version's parents: the version its author
+// started from, and the latest it was merged over.
+type VersionMerge struct {
+	BaseVersion   int `json:"base_version"`
+	TheirsVersion int `json:"theirs_version"`
 }
 
 // PromptConfig decodes the version's config.
@@ -84,6 +93,10 @@ type CreateVersionRequest struct {
 	BaseVersion int    `json:"base_version"`
 	Config      any    `json:"config"`
 	Message     string `json:"message,omitempty"`
+	// Merge: a BaseVersion that is not the latest is merged (three-way)
+	// over the latest instead of a version conflict; an overlap is
+	// ErrMergeConflict, whose MergeConflicts list the paths.
+	Merge bool `json:"merge,omitempty"`
 }
 
 // CreateVersion publishes version BaseVersion+1 of agent (admin,
@@ -102,6 +115,8 @@ type CheckedVersion struct {
 	Config      json.RawMessage `json:"config"`
 	ContentHash string          `json:"content_hash"`
 	Message     string          `json:"message"`
+	// Merge: the merge a create with Merge would make (nil: none).
+	Merge *VersionMerge `json:"merge,omitempty"`
 }
 
 // CheckVersion asks promptd whether CreateVersion with req would succeed

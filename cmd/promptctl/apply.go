@@ -36,7 +36,12 @@ type planItem struct {
 	Field       string `json:"field,omitempty"`      // invalid: the field it names
 	Diff        string `json:"diff,omitempty"`       // promptd's latest -> the file
 	Env         *envSw `json:"env_switch,omitempty"` // what --env did
-	file        promptFile
+	// Rebase: --rebase merges the file's changes since Base over Latest.
+	Rebase bool `json:"rebase,omitempty"`
+	// Merge names a merged version's parents (and the file was rewritten
+	// with the merged config).
+	Merge *client.VersionMerge `json:"merge,omitempty"`
+	file  promptFile
 }
 
 // envSw is one env pointer switch made by --env.
@@ -50,11 +55,11 @@ type envSw struct {
 }
 
 type applyOpts struct {
-	path, env, message string
-	atomic, dryRun     bool
+	path, env, message     string
+	atomic, dryRun, rebase bool
 }
 
-// runApply: promptctl apply -f DIR|FILE [--atomic] [--env ENV] [--message M] [--dry-run].
+// runApply: promptctl apply -f DIR|FILE [--atomic] [--env ENV] [--message M] [--dry-run] [--rebase].
 func runApply(a *app, args []string) error {
 	var o applyOpts
 	fs := a.flags("apply")
@@ -63,11 +68,15 @@ func runApply(a *app, args []string) error {
 	fs.StringVar(&o.env, "env", "", "then point ENV at each applied version")
 	fs.StringVar(&o.message, "message", "", "version message (a file's own message wins)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "show the plan; change nothing")
+	fs.BoolVar(&o.rebase, "rebase", false, "merge your changes over versions published since your base (three-way); overlaps are printed as a diff")
 	if _, err := a.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
 	if o.path == "" {
 		return usageError{"-f DIR|FILE is required"}
+	}
+	if o.rebase && o.atomic {
+		return usageError{"--rebase merges each agent's version on its own; it cannot be --atomic"}
 	}
 	files, dir, err := loadPrompts(o.path)
 	if err != nil {
@@ -80,6 +89,13 @@ func runApply(a *app, args []string) error {
 	items, err := a.plan(files, lock)
 	if err != nil {
 		return err
+	}
+	if o.rebase {
+		for _, it := range items { // a stale base merges instead of conflicting
+			if it.Status == stConflict && it.Base > 0 && it.Latest > it.Base {
+				it.Status, it.Rebase, it.Detail, it.Diff = stCreate, true, "", ""
+			}
+		}
 	}
 	if o.dryRun {
 		err = a.check(items, o)
@@ -205,11 +221,16 @@ func (a *app) publish(items []*planItem, o applyOpts) error {
 	}
 	for i, it := range todo {
 		v, err := a.c.CreateVersion(a.ctx, it.Agent, client.CreateVersionRequest{
-			BaseVersion: it.Base, Config: it.file.Config, Message: message(it, o)})
+			BaseVersion: it.Base, Config: it.file.Config, Message: message(it, o), Merge: it.Rebase})
 		var pe *client.Error
 		switch {
 		case err == nil:
 			it.Status, it.Version = stCreated, v.Version
+			if v.Merge != nil {
+				a.rebased(it, v)
+			}
+		case errors.Is(err, client.ErrMergeConflict) && errors.As(err, &pe):
+			a.mergeConflict(it, pe)
 		case errors.Is(err, client.ErrVersionConflict) && errors.As(err, &pe):
 			a.conflict(it, pe.LatestVersion()) // published between the plan and now
 		case refused(err, &pe):
@@ -232,11 +253,18 @@ func (a *app) check(items []*planItem, o applyOpts) error {
 		if it.Status != stCreate {
 			continue
 		}
-		_, err := a.c.CheckVersion(a.ctx, it.Agent, client.CreateVersionRequest{
-			BaseVersion: it.Base, Config: it.file.Config, Message: message(it, o)})
+		v, err := a.c.CheckVersion(a.ctx, it.Agent, client.CreateVersionRequest{
+			BaseVersion: it.Base, Config: it.file.Config, Message: message(it, o), Merge: it.Rebase})
 		var pe *client.Error
 		switch {
 		case err == nil:
+			if v.Merge != nil {
+				it.Merge, it.Version = v.Merge, v.Version
+				it.Detail = fmt.Sprintf("would merge your changes since version %d over version %d as version %d",
+					v.Merge.BaseVersion, v.Merge.TheirsVersion, v.Version)
+			}
+		case errors.Is(err, client.ErrMergeConflict) && errors.As(err, &pe):
+			a.mergeConflict(it, pe)
 		case errors.Is(err, client.ErrVersionConflict) && errors.As(err, &pe):
 			a.conflict(it, pe.LatestVersion())
 		case refused(err, &pe):
@@ -251,6 +279,46 @@ func (a *app) check(items []*planItem, o applyOpts) error {
 		}
 	}
 	return nil
+}
+
+// rebased records a merged create: its parents, and the file rewritten
+// with the merged config (so that the lock file's entry is the file's and
+// the next apply does not publish the unmerged config over it).
+func (a *app) rebased(it *planItem, v *client.Version) {
+	it.Merge, it.ContentHash = v.Merge, v.ContentHash
+	it.Detail = fmt.Sprintf("merged your changes since version %d over version %d; %s now holds the merged config",
+		v.Merge.BaseVersion, v.Merge.TheirsVersion, it.File)
+	b, err := renderPrompt(it.Agent, v.Config, v.ContentHash, strings.HasSuffix(it.file.Path, ".json"))
+	if err == nil {
+		err = writeAtomic(it.file.Path, b)
+	}
+	if err != nil {
+		it.Detail += fmt.Sprintf(" (not rewritten: %v; run `promptctl pull %s --agent %s --force`)", err, dirArg(it), it.Agent)
+	}
+}
+
+// mergeConflict marks it as a conflict of a rebase: the paths both sides
+// changed, as a diff of promptd's latest (theirs) against the file (yours).
+func (a *app) mergeConflict(it *planItem, pe *client.Error) {
+	paths := pe.MergeConflicts()
+	it.Status, it.Latest, it.Code = stConflict, pe.LatestVersion(), string(pe.Code)
+	it.Detail = fmt.Sprintf("your changes since version %d and versions %d..%d of %s changed %d of the same paths, "+
+		"shown below (promptd's value as -, yours as +, the base in each hunk's header): nothing was published for %s. "+
+		"Keep the values you want in %s, set the %s entry of %s to version %d, and apply again.",
+		it.Base, it.Base+1, it.Latest, it.Agent, len(paths), it.Agent, it.File, it.Agent, lockName, it.Latest)
+	var b strings.Builder
+	fmt.Fprintf(&b, "--- %s/v%d (promptd, theirs)\n+++ %s (yours)\n", it.Agent, it.Latest, it.File)
+	show := func(raw []byte) string {
+		if raw == nil {
+			return "(absent)"
+		}
+		return string(mustCanonical(raw))
+	}
+	for _, p := range paths {
+		fmt.Fprintf(&b, "@@ %s (base v%d: %s) @@\n-%s\n+%s\n", orDefault(p.String(), "(the whole config)"), it.Base, show(p.Base),
+			show(p.Theirs), show(p.Ours))
+	}
+	it.Diff = b.String()
 }
 
 // refused reports a problem that is promptd's verdict on the request

@@ -9,7 +9,7 @@ var docs = map[string]doc{
 		examples: []string{"promptctl help apply", "promptctl help release start", "promptctl release start --help"},
 	},
 	"apply": {
-		synopsis: "promptctl apply -f DIR|FILE [--atomic] [--env ENV] [--message M] [--dry-run]",
+		synopsis: "promptctl apply -f DIR|FILE [--atomic] [--env ENV] [--message M] [--dry-run] [--rebase]",
 		summary:  "publish prompt files as new versions (prompts as code)",
 		text: `Publishes each prompt file (YAML or JSON: {agent, config, message?}) whose config differs
 from promptd's latest version of its agent, with the version named in the lock file
@@ -20,9 +20,18 @@ then records the versions it created in the lock file; commit it with the files.
 --dry-run changes nothing: promptd checks each planned version as a create would
 (?dry_run=true), so a config it would refuse is reported invalid with promptd's problem
 code and field (exit 1). --atomic publishes every file through one all-or-nothing import.
---env then points ENV at each applied version.`,
+--env then points ENV at each applied version.
+
+--rebase turns a stale base into a three-way merge: promptd merges your changes since
+the lock file's version with the versions published since (by JSON path; skills and
+named messages keyed by name, tools by their function's name; messages without names
+and memory are one value each), publishes the merged version (naming both parents) and
+apply rewrites the file with the merged config. Where both changed the same path,
+nothing is published for that agent and the overlaps are printed as a diff (promptd's
+version as -, yours as +, the base in each hunk's header; exit 3).`,
 		examples: []string{
 			"promptctl apply -f prompts --dry-run",
+			"promptctl apply -f prompts --rebase",
 			"promptctl apply -f prompts --env prod --message \"shorter answers\"",
 			"promptctl apply -f prompts/support.yaml --atomic --output json",
 		},
