@@ -16,6 +16,7 @@ import (
 	"github.com/promptd/promptd/internal/canonjson"
 	"github.com/promptd/promptd/problem"
 	"github.com/promptd/promptd/sqlstore"
+	"github.com/promptd/promptd/wire"
 )
 
 // Batch limits and modes.
@@ -92,53 +93,18 @@ func (in BatchInput) Fingerprint() (string, error) {
 // invalid_transition, merge_conflict, record_not_found, invalid_field,
 // invalid_id, limit_exceeded), with the record's current revision,
 // content hash and fence where it exists.
-type ItemConflict struct {
-	Code            string          `json:"code"`
-	Detail          string          `json:"detail"`
-	Field           string          `json:"field,omitempty"`
-	CurrentRevision int64           `json:"current_revision,omitempty"`
-	ContentHash     string          `json:"content_hash,omitempty"`
-	CurrentFence    *int64          `json:"current_fence,omitempty"`
-	State           string          `json:"state,omitempty"`
-	Conflicts       json.RawMessage `json:"conflicts,omitempty"` // merge_conflict: per path base, ours, theirs
-}
+type ItemConflict = wire.BatchItemConflict
 
 // ItemResult is one item's part of the proof, in request order: the
 // record's revision before and after the write and its content hash after
 // it, or the conflict.
-type ItemResult struct {
-	Index          int           `json:"index"`
-	Op             string        `json:"op"`
-	ID             string        `json:"id"`
-	Status         string        `json:"status"`
-	RevisionBefore int64         `json:"revision_before"`
-	RevisionAfter  int64         `json:"revision_after"`
-	ContentHash    string        `json:"content_hash,omitempty"`
-	Conflict       *ItemConflict `json:"conflict,omitempty"`
-}
+type ItemResult = wire.BatchItemResult
 
 // BatchSummary counts the items by status.
-type BatchSummary struct {
-	Created   int `json:"created"`
-	Exists    int `json:"exists"`
-	Updated   int `json:"updated"`
-	Merged    int `json:"merged"`
-	Conflicts int `json:"conflicts"`
-	Invalid   int `json:"invalid"`
-}
+type BatchSummary = wire.BatchSummary
 
 // Batch is an applied batch: its commit proof, stored and readable by id.
-type Batch struct {
-	ID          string       `json:"id"`
-	Board       string       `json:"board"`
-	Mode        string       `json:"mode"`
-	Fingerprint string       `json:"batch_fingerprint"`
-	IntentID    string       `json:"intent_id,omitempty"`
-	Results     []ItemResult `json:"results"`
-	Summary     BatchSummary `json:"summary"`
-	CreatedBy   string       `json:"created_by"`
-	CreatedAt   time.Time    `json:"created_at"`
-}
+type Batch = wire.Batch
 
 // BatchRejected: an all_or_nothing batch had an item that could not be
 // written, so nothing was (and nothing stored). Batch is the proof of why.
@@ -155,7 +121,7 @@ func (e *BatchRejected) Problem() *problem.Problem {
 	b := e.Batch
 	return (&problem.Problem{Code: problem.BatchRejected, Detail: fmt.Sprintf(
 		"all_or_nothing: %d items conflict and %d are invalid; nothing was written", b.Summary.Conflicts, b.Summary.Invalid)}).
-		With("batch_fingerprint", b.Fingerprint).With("results", b.Results).With("summary", b.Summary)
+		With("batch_fingerprint", b.BatchFingerprint).With("results", b.Results).With("summary", b.Summary)
 }
 
 // ErrBatchNotFound: no batch of that id on the board (or older than the
@@ -324,8 +290,8 @@ func (s *Service) applyBatch(ctx context.Context, tx *gorm.DB, board string, in 
 	for id, r := range cur {
 		orig[id] = *r
 	}
-	res := &Batch{ID: newBatchID(), Board: board, Mode: in.Mode, Fingerprint: fp, Results: make([]ItemResult, len(in.Items)),
-		CreatedBy: audit.Actor(ctx), CreatedAt: time.UnixMilli(now).UTC()}
+	res := &Batch{ID: newBatchID(), Board: board, Mode: in.Mode, BatchFingerprint: fp, Results: make([]ItemResult, len(in.Items)),
+		CreatedBy: audit.Actor(ctx), CreatedAt: wire.At(time.UnixMilli(now).UTC())}
 	if in.Intent != nil {
 		res.IntentID = in.Intent.ID
 	}

@@ -66,13 +66,13 @@ func TestApplyBatch_proofPerRow_allOrNothingWritesNothing_partialWritesTheRest(t
 		}
 		// stored, and read back as it was answered
 		got, err := s.GetBatch(ctx, "crm", p.ID)
-		if err != nil || got.Fingerprint != p.Fingerprint || len(got.Results) != 2 || got.Results[1].Conflict.Code != "revision_conflict" {
+		if err != nil || got.BatchFingerprint != p.BatchFingerprint || len(got.Results) != 2 || got.Results[1].Conflict.Code != "revision_conflict" {
 			t.Fatalf("get: %+v %v", got, err)
 		}
 		// a fingerprint that is not the items' is refused
 		fp, _ := board.BatchInput{Mode: board.BatchPartial, Items: items}.Fingerprint()
-		if fp != p.Fingerprint {
-			t.Fatalf("fingerprint %s != %s", fp, p.Fingerprint)
+		if fp != p.BatchFingerprint {
+			t.Fatalf("fingerprint %s != %s", fp, p.BatchFingerprint)
 		}
 		var inv *board.InvalidError
 		if _, err := s.ApplyBatch(ctx, "crm", board.BatchInput{Mode: board.BatchPartial, Items: items[:1], ExpectedFingerprint: fp}); !errors.As(err, &inv) ||
