@@ -213,3 +213,24 @@ def test_syncClient_setsTcpNoDelay_soAPostIsNotHeldByNagleAndDelayedAck(shared_s
         r = rt.http.get("/healthz")
         sock = r.extensions["network_stream"].get_extra_info("socket")
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+
+def test_createVersion_mergeOfAStaleBase_keepsBothChanges_orRaisesMergeConflictWithThePaths(
+        shared_server: Promptd) -> None:
+    agent = uid()
+    with admin(shared_server) as c:
+        publish(c, agent)
+        theirs = c.create_version(agent, {**CONFIG, "model": {"name": "gpt-4o", "temperature": 0.7}}, 1, "theirs")
+        with pytest.raises(errors.VersionConflict):
+            c.create_version(agent, {**CONFIG, "memory": ["Customer prefers phone."]}, 1, "ours")
+        merged = c.create_version(agent, {**CONFIG, "memory": ["Customer prefers phone."]}, 1, "ours", merge=True)
+        assert merged.version == theirs.version + 1
+        assert merged.merge == promptd.models.VersionMerge(base_version=1, theirs_version=theirs.version)
+        assert merged.config["model"] == {"name": "gpt-4o", "temperature": 0.7}
+        assert merged.config["memory"] == ["Customer prefers phone."]
+        with pytest.raises(promptd.MergeConflict) as mc:
+            c.create_version(agent, {**CONFIG, "model": {"name": "gpt-4o", "temperature": 0.1}}, 1, merge=True)
+        err = mc.value
+        assert err.latest_version == merged.version and err.base_version == 1
+        assert [(p.path, p.base, p.ours, p.theirs) for p in err.conflicts] == [
+            (["model", "temperature"], 0.2, 0.1, 0.7)]

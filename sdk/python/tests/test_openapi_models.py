@@ -24,14 +24,15 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from promptd import boards, models
+from promptd import batches, boards, intents, models
 
 SPEC_PATH = ROOT / "api" / "openapi.yaml"
 
 
 @dataclass(frozen=True)
 class Mirror:
-    # Pointers under #/components/schemas ("Env", "StateEntries/additionalProperties").
+    # Pointers under #/components/schemas ("Env", "StateEntries/additionalProperties"), or from the
+    # document's root ("#/paths/...").
     # Several: the class reads (or writes) each of them; a property of one only may be absent.
     schemas: tuple[str, ...]
     # Model fields that are not on the wire -> why.
@@ -41,6 +42,9 @@ class Mirror:
     # Fields whose None-ness differs from the schema's -> why.
     nullability: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
+
+# GET /v1/intents answers an inline schema (a pointer from the document's root).
+LIST_INTENTS = "#/paths/~1v1~1intents/get/responses/200/content/application~1json/schema"
 
 # Every model keeps the decoded answer whole in ``raw`` (fields of a newer server).
 EVERY_CLIENT_ONLY = {"raw": "the decoded JSON, kept whole"}
@@ -72,10 +76,28 @@ MIRRORS: dict[type, Mirror] = {
     models.LeaseGrant: Mirror(("SessionLease",)),
     models.Leases: Mirror(("Leases",)),
     models.Version: Mirror(("Version",)),
+    models.VersionMerge: Mirror(("VersionMerge",)),
     models.EnvPointer: Mirror(("Env",)),
     models.Release: Mirror(("Release",)),
     models.Page: Mirror(("VersionList", "AgentList", "ReleaseList", "FeedPage", "ExposureList")),
     boards.Record: Mirror(("Record",)),
+    intents.RecordScope: Mirror(
+        ("IntentScope/properties/records/items",),
+        nullability={k: "absent reads as [] (the scope names none)" for k in ("ids", "prefixes")}),
+    intents.IntentScope: Mirror(
+        ("IntentScope",),
+        nullability={k: "absent reads as [] (the scope names none)" for k in ("agents", "envs", "boards", "records")}),
+    intents.IntentRef: Mirror(("IntentRef",)),
+    intents.Intent: Mirror(("Intent",)),
+    intents.RegisteredIntent: Mirror(("RegisteredIntent",)),
+    intents.IntentPage: Mirror((LIST_INTENTS,)),
+    batches.MergeConflictPath: Mirror(("MergeConflictPath",)),
+    batches.BatchConflict: Mirror(
+        ("BoardBatchItemResult/properties/conflict",),
+        nullability={"conflicts": "[] when the conflict is not a merge_conflict"}),
+    batches.BatchItemResult: Mirror(("BoardBatchItemResult",)),
+    batches.BatchSummary: Mirror(("BoardBatchSummary",)),
+    batches.BoardBatch: Mirror(("BoardBatch",)),
 }
 
 
@@ -162,7 +184,8 @@ def drift(cls: type, mirror: Mirror, spec: Mapping[str, Any]) -> list[str]:
     the listed exceptions), and each listed exception that no longer applies."""
     name = cls.__name__
     where = ", ".join(mirror.schemas)
-    shapes = [shape(spec, pointer(spec, "#/components/schemas/" + s)) for s in mirror.schemas]
+    shapes = [shape(spec, pointer(spec, s if s.startswith("#/") else "#/components/schemas/" + s))
+              for s in mirror.schemas]
     props: dict[str, list[Any]] = {}
     for s in shapes:
         for k, v in s.props.items():
@@ -215,10 +238,11 @@ def test_model_matchesItsSchema(spec: dict[str, Any], cls: type) -> None:
 def test_everyPublicModel_isInTheTable() -> None:
     public = {c for n, c in inspect.getmembers(models, inspect.isclass)
               if c.__module__ == models.__name__ and not n.startswith("_")}
-    public |= {c for n, c in inspect.getmembers(boards, dataclasses.is_dataclass)
-               if isinstance(c, type) and c.__module__ == boards.__name__ and not n.startswith("_")}
+    for mod in (boards, intents, batches):
+        public |= {c for n, c in inspect.getmembers(mod, dataclasses.is_dataclass)
+                   if isinstance(c, type) and c.__module__ == mod.__name__ and not n.startswith("_")}
     assert sorted(c.__name__ for c in public - MIRRORS.keys()) == []
-    assert len(public) >= 14
+    assert len(public) >= 25
 
 
 # Controls: the check is able to fail.

@@ -4,6 +4,9 @@ coordination for AI agent fleets).
 * :class:`Client` / :class:`AsyncClient`: the HTTP API, typed errors
   (:mod:`promptd.errors`), Idempotency-Key retries, sessions with
   optimistic appends and a lease context manager whose loss stops the work.
+* intents (:mod:`promptd.intents`: ``with client.intent(holder, scope) as
+  it:`` registered, renewed, released) and board batches with their commit
+  proof (:mod:`promptd.batches`), merges of stale writes by JSON path.
 * :class:`LocalPrompts` / :class:`AsyncLocalPrompts`: resolve and assemble
   locally from a bundle kept current by the change feed, with a disk copy
   for cold starts and exposure counts flushed to promptd.
@@ -13,10 +16,14 @@ from ._http import RetryPolicy
 from .aio import AsyncClient
 from .client import Client
 from .errors import (
+    BatchRejected,
     Conflict,
+    IntentConflict,
     LeaseHeld,
     LeaseLost,
+    MergeConflict,
     NotFound,
+    OutsideIntent,
     PromptdError,
     QuotaExceeded,
     RevisionConflict,
@@ -27,12 +34,17 @@ from .errors import (
 from .evaluate import AskServer
 from .lease import AsyncSessionLease, HeldLeases, SessionLease
 from .local import AsyncLocalPrompts, LocalPrompts
-from . import boards
+from . import batches, boards, intents
+from .batches import ABSENT, BoardBatch, create_item, update_item
+from .intents import AsyncHeldIntent, HeldIntent, Intent, IntentRef, IntentScope, RecordScope, RegisteredIntent
 from .models import Appended, Assembled, LeaseGrant, Resolved, Session, StateEntry, Trace, Turn
 
 __all__ = [
-    "boards", "AsyncClient", "AsyncLocalPrompts", "AsyncSessionLease", "Appended", "AskServer", "Assembled", "Client",
-    "Conflict", "HeldLeases", "LeaseGrant", "LeaseHeld", "LeaseLost", "LocalPrompts", "NotFound", "PromptdError",
-    "QuotaExceeded", "Resolved", "RetryPolicy", "RevisionConflict", "Session", "SessionLease", "StaleFence",
-    "StateEntry", "StoreUnavailable", "Trace", "TransportError", "Turn",
+    "batches", "boards", "intents", "ABSENT", "Appended", "AskServer", "Assembled", "AsyncClient",
+    "AsyncHeldIntent", "AsyncLocalPrompts", "AsyncSessionLease", "BatchRejected", "BoardBatch", "Client",
+    "Conflict", "HeldIntent", "HeldLeases", "Intent", "IntentConflict", "IntentRef", "IntentScope", "LeaseGrant",
+    "LeaseHeld", "LeaseLost", "LocalPrompts", "MergeConflict", "NotFound", "OutsideIntent", "PromptdError",
+    "QuotaExceeded", "RecordScope", "RegisteredIntent", "Resolved", "RetryPolicy", "RevisionConflict", "Session",
+    "SessionLease", "StaleFence", "StateEntry", "StoreUnavailable", "Trace", "TransportError", "Turn",
+    "create_item", "update_item",
 ]

@@ -51,9 +51,13 @@ def turns_json(turns: Iterable[TurnLike]) -> list[dict[str, Any]]:
 
 
 # Versions and envs.
-def create_version(agent: str, config: Mapping[str, Any], base_version: int, message: str) -> Call[Version]:
+def create_version(agent: str, config: Mapping[str, Any], base_version: int, message: str,
+                   merge: bool = False) -> Call[Version]:
+    body: dict[str, Any] = {"base_version": base_version, "config": config, "message": message}
+    if merge:
+        body["merge"] = True
     return Call("POST", f"/v1/agents/{seg(agent)}/versions", lambda r: Version.from_json(decode(r)),
-                json={"base_version": base_version, "config": config, "message": message}, idempotent=True)
+                json=body, idempotent=True)
 
 
 def get_version(agent: str, version: int) -> Call[Version]:

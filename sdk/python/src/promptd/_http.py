@@ -22,7 +22,7 @@ import socket
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Mapping, Optional, TypeVar
+from typing import Any, Callable, Generic, Mapping, Optional, TypeVar, Union
 
 import httpx
 
@@ -83,14 +83,19 @@ def new_key() -> str:
     return "py-" + uuid.uuid4().hex
 
 
-def clean_params(params: Optional[Mapping[str, Any]]) -> Optional[dict[str, str]]:
+def _param(v: Any) -> str:
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
+
+
+def clean_params(params: Optional[Mapping[str, Any]]) -> Optional[dict[str, Union[str, list[str]]]]:
+    """Query parameters without the None ones; a list is a repeated parameter."""
     if params is None:
         return None
-    out: dict[str, str] = {}
+    out: dict[str, Union[str, list[str]]] = {}
     for k, v in params.items():
         if v is None:
             continue
-        out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
+        out[k] = [_param(x) for x in v] if isinstance(v, (list, tuple)) else _param(v)
     return out
 
 

@@ -7,7 +7,7 @@ from typing import Any, AsyncIterator, Callable, Mapping, Optional, Sequence, Ty
 
 import httpx
 
-from . import _calls, boards, stream
+from . import _calls, batches, boards, intents, stream
 from ._http import LEASE_RETRY, AsyncSender, Call, RetryPolicy, headers_for
 from .errors import PromptdError, RevisionConflict
 from .lease import AsyncSessionLease
@@ -57,8 +57,12 @@ class AsyncClient:
         return await self._sender.send(call, retry)
 
     # Versions, envs, releases.
-    async def create_version(self, agent: str, config: Mapping[str, Any], base_version: int, message: str = "") -> Version:
-        return await self._send(_calls.create_version(agent, config, base_version, message))
+    async def create_version(self, agent: str, config: Mapping[str, Any], base_version: int, message: str = "",
+                             *, merge: bool = False) -> Version:
+        """Version base_version + 1; a newer latest is VersionConflict, or
+        with ``merge=True`` the three-way merge over it (``Version.merge``
+        names both parents) or MergeConflict with the paths."""
+        return await self._send(_calls.create_version(agent, config, base_version, message, merge))
 
     async def get_version(self, agent: str, version: int) -> Version:
         return await self._send(_calls.get_version(agent, version))
@@ -201,9 +205,49 @@ class AsyncClient:
         return await self._send(boards.heartbeat(board, id, fence, ttl_ms))
 
     async def update_record(self, board: str, id: str, expected_revision: int, *, state: Optional[str] = None,
-                            payload: Any = None, fence: Optional[int] = None) -> boards.Record:
+                            payload: Any = None, fence: Optional[int] = None, merge: bool = False,
+                            base_payload: Any = batches.ABSENT,
+                            intent: Optional[intents.RefLike] = None) -> boards.Record:
+        """See Client.update_record."""
         return await self._send(boards.patch_record(board, id, expected_revision, state, payload, fence,
-                                                    payload is not None))
+                                                    payload is not None, merge=merge, base_payload=base_payload,
+                                                    intent=intent))
+
+    async def apply_batch(self, board: str, items: Sequence[Mapping[str, Any]], *, mode: str = "all_or_nothing",
+                          intent: Optional[intents.RefLike] = None,
+                          batch_fingerprint: Optional[str] = None) -> batches.BoardBatch:
+        """See Client.apply_batch."""
+        return await self._send(batches.apply_batch(board, items, mode, intent, batch_fingerprint))
+
+    async def get_batch(self, board: str, batch_id: str) -> batches.BoardBatch:
+        return await self._send(batches.get_batch(board, batch_id))
+
+    # Intents.
+    async def register_intent(self, holder: str, scope: intents.ScopeLike, *, mode: Optional[str] = None,
+                              ttl_ms: Optional[int] = None,
+                              description: Optional[str] = None) -> intents.RegisteredIntent:
+        return await self._send(intents.register(holder, scope, mode, ttl_ms, description))
+
+    async def list_intents(self, *, agent: intents.Names = None, env: intents.Names = None,
+                           board: intents.Names = None, record: intents.Names = None, holder: Optional[str] = None,
+                           limit: Optional[int] = None, cursor: Optional[str] = None) -> intents.IntentPage:
+        return await self._send(intents.list_intents(agent, env, board, record, holder, limit, cursor))
+
+    async def get_intent(self, intent_id: str) -> intents.Intent:
+        return await self._send(intents.get(intent_id))
+
+    async def renew_intent(self, intent_id: str, fence: int, ttl_ms: Optional[int] = None) -> intents.Intent:
+        return await self._send(intents.renew(intent_id, fence, ttl_ms), retry=self._lease_retry)
+
+    async def release_intent(self, intent_id: str, fence: int) -> intents.Intent:
+        return await self._send(intents.release(intent_id, fence))
+
+    def intent(self, holder: str, scope: intents.ScopeLike, *, mode: Optional[str] = None, ttl_ms: int = 30000,
+               description: Optional[str] = None) -> intents.AsyncHeldIntent:
+        """``async with client.intent(holder, scope) as it:``: renewed on a
+        task; on loss the body is cancelled and StaleFence raised (see
+        promptd.intents)."""
+        return intents.AsyncHeldIntent(self, holder, scope, mode, ttl_ms, description)
 
     # Events (stream and JSON long-poll) and exposures.
     def events(self, since: Optional[str] = None, *, actions: Optional[str] = None, agent: Optional[str] = None,

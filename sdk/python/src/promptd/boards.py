@@ -28,7 +28,9 @@ import httpx
 
 from ._calls import seg
 from ._http import Call, decode
+from .batches import ABSENT
 from .errors import ClaimExpired, LeaseLost, PromptdError, StaleFence
+from .intents import RefLike, ref_json
 from .lease import _AsyncHeld, _Keepalive, lease_lost
 
 if TYPE_CHECKING:
@@ -82,7 +84,11 @@ def get_record(board: str, id: str) -> Call[Record]:
 
 
 def patch_record(board: str, id: str, expected_revision: int, state: Optional[str], payload: Any,
-                 fence: Optional[int], set_payload: bool) -> Call[Record]:
+                 fence: Optional[int], set_payload: bool, *, merge: bool = False, base_payload: Any = ABSENT,
+                 intent: Optional[RefLike] = None) -> Call[Record]:
+    """PATCH: with ``merge`` the payload is merged over the changes made
+    since ``expected_revision`` (409 merge_conflict on an overlap); with
+    ``intent`` the write is checked against the intent's scope and fence."""
     body: dict[str, Any] = {"expected_revision": expected_revision}
     if state is not None:
         body["state"] = state
@@ -90,6 +96,13 @@ def patch_record(board: str, id: str, expected_revision: int, state: Optional[st
         body["payload"] = payload
     if fence is not None:
         body["fence"] = fence
+    if merge:
+        body["merge"] = True
+    if base_payload is not ABSENT:
+        body["base_payload"] = base_payload
+    ref = ref_json(intent)
+    if ref is not None:
+        body["intent"] = ref
     return Call("PATCH", f"/v1/boards/{seg(board)}/records/{seg(id)}", _record, json=body)
 
 

@@ -7,7 +7,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, TypeVar
 
 import httpx
 
-from . import _calls, boards, stream
+from . import _calls, batches, boards, intents, stream
 from ._http import LEASE_RETRY, Call, RetryPolicy, Sender, headers_for, sync_transport
 from .errors import PromptdError, RevisionConflict
 from .lease import HeldLeases, SessionLease
@@ -57,8 +57,12 @@ class Client:
         return self._sender.send(call, retry)
 
     # Versions, envs, releases.
-    def create_version(self, agent: str, config: Mapping[str, Any], base_version: int, message: str = "") -> Version:
-        return self._send(_calls.create_version(agent, config, base_version, message))
+    def create_version(self, agent: str, config: Mapping[str, Any], base_version: int, message: str = "", *,
+                       merge: bool = False) -> Version:
+        """Version base_version + 1; a newer latest is VersionConflict, or
+        with ``merge=True`` the three-way merge over it (``Version.merge``
+        names both parents) or MergeConflict with the paths."""
+        return self._send(_calls.create_version(agent, config, base_version, message, merge))
 
     def get_version(self, agent: str, version: int) -> Version:
         return self._send(_calls.get_version(agent, version))
@@ -193,6 +197,64 @@ class Client:
               min_priority: Optional[int] = None) -> boards.BoardClaim:
         """``with client.claim(board, holder) as work:`` (see promptd.boards)."""
         return boards.BoardClaim(self, board, holder, ttl_ms, wait_ms, min_priority)
+
+    def claim_next(self, board: str, holder: str, ttl_ms: Optional[int] = None, wait_ms: int = 0,
+                   min_priority: Optional[int] = None) -> Optional[tuple[boards.Record, int]]:
+        return self._send(boards.claim_next(board, holder, ttl_ms, wait_ms, min_priority))
+
+    def heartbeat(self, board: str, id: str, fence: int, ttl_ms: Optional[int] = None) -> dict[str, Any]:
+        return self._send(boards.heartbeat(board, id, fence, ttl_ms))
+
+    def update_record(self, board: str, id: str, expected_revision: int, *, state: Optional[str] = None,
+                      payload: Any = None, fence: Optional[int] = None, merge: bool = False,
+                      base_payload: Any = batches.ABSENT, intent: Optional[intents.RefLike] = None) -> boards.Record:
+        """Compare-and-set a record. ``merge=True``: the payload is merged
+        over the changes made since ``expected_revision`` (MergeConflict on
+        an overlap); ``intent``: checked against its scope (OutsideIntent)
+        and fence (StaleFence)."""
+        return self._send(boards.patch_record(board, id, expected_revision, state, payload, fence,
+                                              payload is not None, merge=merge, base_payload=base_payload,
+                                              intent=intent))
+
+    def apply_batch(self, board: str, items: Sequence[Mapping[str, Any]], *, mode: str = "all_or_nothing",
+                    intent: Optional[intents.RefLike] = None,
+                    batch_fingerprint: Optional[str] = None) -> batches.BoardBatch:
+        """Creates and updates in one transaction, answered with the commit
+        proof (see promptd.batches); all_or_nothing with a failing item
+        raises BatchRejected and writes nothing."""
+        return self._send(batches.apply_batch(board, items, mode, intent, batch_fingerprint))
+
+    def get_batch(self, board: str, batch_id: str) -> batches.BoardBatch:
+        return self._send(batches.get_batch(board, batch_id))
+
+    # Intents.
+    def register_intent(self, holder: str, scope: intents.ScopeLike, *, mode: Optional[str] = None,
+                        ttl_ms: Optional[int] = None, description: Optional[str] = None) -> intents.RegisteredIntent:
+        """Register an intent (``mode`` exclusive, the default, or advisory);
+        an excluded overlap raises IntentConflict naming the others."""
+        return self._send(intents.register(holder, scope, mode, ttl_ms, description))
+
+    def list_intents(self, *, agent: intents.Names = None, env: intents.Names = None, board: intents.Names = None,
+                     record: intents.Names = None, holder: Optional[str] = None, limit: Optional[int] = None,
+                     cursor: Optional[str] = None) -> intents.IntentPage:
+        """The live intents overlapping a scope (each argument one name or
+        several; ``record`` is ``board/id`` or ``board/prefix*``)."""
+        return self._send(intents.list_intents(agent, env, board, record, holder, limit, cursor))
+
+    def get_intent(self, intent_id: str) -> intents.Intent:
+        return self._send(intents.get(intent_id))
+
+    def renew_intent(self, intent_id: str, fence: int, ttl_ms: Optional[int] = None) -> intents.Intent:
+        return self._send(intents.renew(intent_id, fence, ttl_ms), retry=self._lease_retry)
+
+    def release_intent(self, intent_id: str, fence: int) -> intents.Intent:
+        return self._send(intents.release(intent_id, fence))
+
+    def intent(self, holder: str, scope: intents.ScopeLike, *, mode: Optional[str] = None, ttl_ms: int = 30000,
+               description: Optional[str] = None) -> intents.HeldIntent:
+        """``with client.intent(holder, scope) as it:`` registered, renewed
+        every ttl/3, released at the end (see promptd.intents)."""
+        return intents.HeldIntent(self, holder, scope, mode, ttl_ms, description)
 
     # Events (stream and JSON long-poll) and exposures.
     def events(self, since: Optional[str] = None, *, actions: Optional[str] = None, agent: Optional[str] = None,

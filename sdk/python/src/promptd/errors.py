@@ -9,7 +9,11 @@ every error keeps all of them in ``fields``.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
+
+if TYPE_CHECKING:
+    from .batches import BatchItemResult, BatchSummary, MergeConflictPath
+    from .intents import Intent
 
 __all__ = [
     "PromptdError",
@@ -123,6 +127,10 @@ def _int(v: Any) -> Optional[int]:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
+def _str(v: Any) -> Optional[str]:
+    return v if isinstance(v, str) else None
+
+
 # Codes with typed fields.
 class RevisionConflict(Conflict):
     code = "revision_conflict"
@@ -141,11 +149,97 @@ class VersionConflict(Conflict):
 
 
 class StaleFence(Conflict):
+    """409 stale_fence: another fence holds the session, record or intent.
+    A write, renew or release under an intent that ended (or with another
+    fence) names it: ``intent_id``, its ``state`` and ``ended_at``."""
+
     code = "stale_fence"
 
     @property
     def current_fence(self) -> Optional[int]:
         return _int(self.fields.get("current_fence"))
+
+    @property
+    def intent_id(self) -> Optional[str]:
+        return _str(self.fields.get("intent_id"))
+
+    @property
+    def state(self) -> Optional[str]:
+        return _str(self.fields.get("state"))
+
+    @property
+    def ended_at(self) -> Optional[str]:
+        return _str(self.fields.get("ended_at"))
+
+
+class IntentConflict(Conflict):
+    """409 intent_conflict: the registration overlaps live intents its mode
+    (or theirs) excludes; ``conflicts`` are those, with holder, scope and
+    expiry."""
+
+    code = "intent_conflict"
+
+    @property
+    def conflicts(self) -> list["Intent"]:
+        from .intents import Intent
+
+        v = self.fields.get("conflicts")
+        return [Intent.from_json(d) for d in v if isinstance(d, Mapping)] if isinstance(v, list) else []
+
+
+class BatchRejected(Conflict):
+    """409 batch_rejected: an all_or_nothing batch with an item that cannot
+    be written; nothing was written. ``results`` has every item's result
+    (the failing ones with their ``conflict``)."""
+
+    code = "batch_rejected"
+
+    @property
+    def results(self) -> list["BatchItemResult"]:
+        from .batches import item_results
+
+        return item_results(self.fields.get("results"))
+
+    @property
+    def summary(self) -> "BatchSummary":
+        from .batches import BatchSummary
+
+        return BatchSummary.from_json(self.fields.get("summary"))
+
+    @property
+    def batch_fingerprint(self) -> Optional[str]:
+        return _str(self.fields.get("batch_fingerprint"))
+
+
+class MergeConflict(Conflict):
+    """409 merge_conflict: both sides changed the same paths since the base;
+    ``conflicts`` has per path the base, ours and theirs values. A record's
+    carries its ``current_revision`` and ``content_hash``; a version
+    create's the agent's ``latest_version`` and the ``base_version``."""
+
+    code = "merge_conflict"
+
+    @property
+    def conflicts(self) -> list["MergeConflictPath"]:
+        from .batches import merge_paths
+
+        return merge_paths(self.fields.get("conflicts"))
+
+    @property
+    def current_revision(self) -> Optional[int]:
+        return _int(self.fields.get("current_revision"))
+
+    @property
+    def content_hash(self) -> Optional[str]:
+        return _str(self.fields.get("content_hash"))
+
+    @property
+    def latest_version(self) -> Optional[int]:
+        return _int(self.fields.get("latest_version"))
+
+    @property
+    def base_version(self) -> Optional[int]:
+        return _int(self.fields.get("base_version"))
 
 
 class LeaseLost(Conflict):
@@ -172,6 +266,17 @@ class LeaseHeld(Locked):
     def conflicts(self) -> list[dict[str, Any]]:
         v = self.fields.get("conflicts")
         return list(v) if isinstance(v, list) else []
+
+
+class OutsideIntent(Unprocessable):
+    """422 outside_intent: a write under an intent touched what its scope
+    does not cover (``intent_id``; ``field`` names the member)."""
+
+    code = "outside_intent"
+
+    @property
+    def intent_id(self) -> Optional[str]:
+        return _str(self.fields.get("intent_id"))
 
 
 class Claimed(Locked):
@@ -243,6 +348,8 @@ WebhookNotFound = _code("webhook_not_found", "WebhookNotFound", NotFound)
 DeliveryNotFound = _code("delivery_not_found", "DeliveryNotFound", NotFound)
 TokenNotFound = _code("token_not_found", "TokenNotFound", NotFound)
 ChangeRequestNotFound = _code("change_request_not_found", "ChangeRequestNotFound", NotFound)
+IntentNotFound = _code("intent_not_found", "IntentNotFound", NotFound)
+BatchNotFound = _code("batch_not_found", "BatchNotFound", NotFound)
 NoPointer = _code("no_pointer", "NoPointer", Conflict)
 VersionRevoked = _code("version_revoked", "VersionRevoked", Conflict)
 VersionCurrent = _code("version_current", "VersionCurrent", Conflict)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Sequence, Union
 
 from . import _calls
 from .errors import LeaseLost, PromptdError, StaleFence
@@ -54,13 +54,14 @@ class _AsyncHeld:
             self._body.uncancel()
 
     async def _keep_alive(self, beat: Callable[[], Awaitable[Any]], lost_on: tuple[type[BaseException], ...],
-                          expired: str) -> None:
+                          expired: Union[str, BaseException]) -> None:
         """Beats until lost: an answer of a lost_on type, or no beat through
-        by the deadline (expired says so); other refusals are tried again."""
+        by the deadline (expired says so: LeaseLost with that detail, or
+        the error given); other refusals are tried again."""
         while True:
             await asyncio.sleep(self.ka.next_wait())
             if time.monotonic() >= self.ka.deadline:
-                self._lose(lease_lost(expired))
+                self._lose(expired if isinstance(expired, BaseException) else lease_lost(expired))
                 return
             sent = time.monotonic()
             try:

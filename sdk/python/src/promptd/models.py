@@ -212,6 +212,22 @@ class Leases:
 
 
 @dataclass(frozen=True)
+class VersionMerge:
+    """A merged version's parents: the base its author started from and the
+    latest version it was merged over."""
+
+    base_version: int
+    theirs_version: int
+
+    @staticmethod
+    def from_json(d: Any) -> Optional["VersionMerge"]:
+        if not isinstance(d, Mapping):
+            return None
+        return VersionMerge(base_version=int(d.get("base_version") or 0),
+                            theirs_version=int(d.get("theirs_version") or 0))
+
+
+@dataclass(frozen=True)
 class Version:
     agent: str
     version: int
@@ -220,12 +236,14 @@ class Version:
     message: str
     created_by: str
     created_at: str
+    merge: Optional[VersionMerge] = None  # set on a version made by a merge
 
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> "Version":
         return Version(agent=_str(d.get("agent")), version=int(d["version"]), config=dict(d.get("config") or {}),
                        content_hash=_str(d.get("content_hash")), message=_str(d.get("message")),
-                       created_by=_str(d.get("created_by")), created_at=_str(d.get("created_at")))
+                       created_by=_str(d.get("created_by")), created_at=_str(d.get("created_at")),
+                       merge=VersionMerge.from_json(d.get("merge")))
 
 
 @dataclass(frozen=True)

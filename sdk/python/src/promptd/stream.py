@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Optional
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Optional, Union
 
 import httpx
 
@@ -24,7 +24,7 @@ TIMEOUT = httpx.Timeout(5.0, read=45.0)  # promptd sends progress every 15 s
 
 
 def _request(since: Optional[str], last_id: Optional[str], actions: Optional[str], agent: Optional[str],
-             env: Optional[str], board: Optional[str]) -> tuple[dict[str, str], dict[str, str]]:
+             env: Optional[str], board: Optional[str]) -> tuple[dict[str, Union[str, list[str]]], dict[str, str]]:
     headers = {"Accept": "text/event-stream"}
     if last_id is not None:
         headers["Last-Event-ID"] = last_id
