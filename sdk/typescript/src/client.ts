@@ -3,8 +3,9 @@
 
 import { Transport, type CallOptions, type TransportOptions, type Request } from "./http.js";
 import type {
-  AssembleRequest, AssembledPlain, BoardRecord, Bundle, Caller, Env, ExposureItem, GenericLease, JSONValue, Lease, List,
-  NewTurn, OpenAIChatBody, PromptConfig, Release, Resolved, Session, StateEntry, Version,
+  AssembleRequest, AssembledPlain, BoardBatch, BoardBatchItem, BoardRecord, Bundle, Caller, Env, ExposureItem, GenericLease,
+  Intent, IntentRef, IntentScope, JSONValue, Lease, List, NewTurn, OpenAIChatBody, PromptConfig, RegisteredIntent, Release,
+  Resolved, Session, StateEntry, Version,
 } from "./types.js";
 
 export type ClientOptions = TransportOptions;
@@ -34,6 +35,55 @@ export interface SessionLeaseRequest {
   token?: string;
 }
 
+/** POST /v1/intents, in the client's camelCase. */
+export interface IntentInput {
+  holder: string;
+  scope: IntentScope;
+  /** exclusive (default): refused on any overlap; advisory: only on an exclusive one. */
+  mode?: "exclusive" | "advisory";
+  /** 1,000..3,600,000 (default 30,000). */
+  ttlMs?: number;
+  description?: string;
+}
+
+/** GET /v1/intents: the live intents overlapping this scope (each one name or several). */
+export interface IntentQuery {
+  agent?: string | string[];
+  env?: string | string[];
+  board?: string | string[];
+  /** `board/id`, or `board/prefix*`. */
+  record?: string | string[];
+  holder?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+/** A record's compare-and-set (PATCH). */
+export interface RecordUpdate {
+  expectedRevision: number;
+  state?: string;
+  payload?: unknown;
+  /** While the record is claimed: the claim's fence. */
+  fence?: number;
+  /** Merge payload over the changes made since expectedRevision (three-way; 409 merge_conflict on an overlap). */
+  merge?: boolean;
+  /** merge: the payload read at expectedRevision (checked against the kept content hash). */
+  basePayload?: unknown;
+  /** Write under this intent: its scope (422 outside_intent) and fence (409 stale_fence) are checked. */
+  intent?: IntentRef;
+}
+
+/** POST /v1/boards/{board}/batches. */
+export interface BatchInput {
+  items: BoardBatchItem[];
+  /** all_or_nothing (default): a failing item writes nothing (409 batch_rejected); partial writes the others. */
+  mode?: "all_or_nothing" | "partial";
+  intent?: IntentRef;
+  batchFingerprint?: string;
+}
+
+const names = (v: string | string[] | undefined): string[] | undefined => (v === undefined ? undefined : typeof v === "string" ? [v] : v);
+
 export class Client {
   readonly http: Transport;
 
@@ -48,7 +98,8 @@ export class Client {
 
   // Versions and envs.
 
-  createVersion(agent: string, v: { base_version: number; config: PromptConfig; message?: string }, opts?: CallOptions): Promise<Version> {
+  /** Version base_version + 1; a newer latest is VersionConflictError, or with merge: true the three-way merge over it (MergeConflictError on an overlap). */
+  createVersion(agent: string, v: { base_version: number; config: PromptConfig; message?: string; merge?: boolean }, opts?: CallOptions): Promise<Version> {
     return this.request({ method: "POST", path: `/v1/agents/${seg(agent)}/versions`, body: v, idempotent: true }, opts);
   }
   listVersions(agent: string, opts?: CallOptions): Promise<List<Version>> {
@@ -170,13 +221,53 @@ export class Client {
   heartbeat(board: string, id: string, fence: number, ttlMs?: number, opts?: CallOptions): Promise<{ revision: number; claim_expires_at: string; claim_ttl_ms: number }> {
     return this.request({ method: "POST", path: `/v1/boards/${seg(board)}/records/${seg(id)}/heartbeat`, body: { fence, ...(ttlMs !== undefined ? { ttl_ms: ttlMs } : {}) } }, opts);
   }
-  /** Compare-and-set on a record: a state change (complete, fail) and/or a new payload, with the claim's fence. */
-  updateRecord(board: string, id: string, u: { expectedRevision: number; state?: string; payload?: unknown; fence?: number }, opts?: CallOptions): Promise<BoardRecord> {
+  /** Compare-and-set on a record: a state change (complete, fail) and/or a new payload (merged with merge), with the claim's fence, under an intent. */
+  updateRecord(board: string, id: string, u: RecordUpdate, opts?: CallOptions): Promise<BoardRecord> {
     const body: Record<string, unknown> = { expected_revision: u.expectedRevision };
     if (u.state !== undefined) body["state"] = u.state;
     if (u.payload !== undefined) body["payload"] = u.payload;
     if (u.fence !== undefined) body["fence"] = u.fence;
+    if (u.merge) body["merge"] = true;
+    if (u.basePayload !== undefined) body["base_payload"] = u.basePayload;
+    if (u.intent !== undefined) body["intent"] = u.intent;
     return this.request({ method: "PATCH", path: `/v1/boards/${seg(board)}/records/${seg(id)}`, body }, opts);
+  }
+  /** Creates and updates in one transaction, answered with the commit proof. */
+  applyBatch(board: string, b: BatchInput, opts?: CallOptions): Promise<BoardBatch> {
+    const body: Record<string, unknown> = { mode: b.mode ?? "all_or_nothing", items: b.items };
+    if (b.intent !== undefined) body["intent"] = b.intent;
+    if (b.batchFingerprint !== undefined) body["batch_fingerprint"] = b.batchFingerprint;
+    return this.request({ method: "POST", path: `/v1/boards/${seg(board)}/batches`, body, idempotent: true }, opts);
+  }
+  getBatch(board: string, id: string, opts?: CallOptions): Promise<BoardBatch> {
+    return this.request({ method: "GET", path: `/v1/boards/${seg(board)}/batches/${seg(id)}` }, opts);
+  }
+
+  // Intents.
+
+  /** Registers an intent; an overlap its mode (or theirs) excludes rejects with IntentConflictError naming the others. */
+  registerIntent(i: IntentInput, opts?: CallOptions): Promise<RegisteredIntent> {
+    const body: Record<string, unknown> = { holder: i.holder, scope: i.scope };
+    if (i.mode !== undefined) body["mode"] = i.mode;
+    if (i.ttlMs !== undefined) body["ttl_ms"] = i.ttlMs;
+    if (i.description !== undefined) body["description"] = i.description;
+    return this.request({ method: "POST", path: "/v1/intents", body, idempotent: true }, opts);
+  }
+  listIntents(q: IntentQuery = {}, opts?: CallOptions): Promise<List<Intent>> {
+    return this.request({
+      method: "GET", path: "/v1/intents",
+      query: { agent: names(q.agent), env: names(q.env), board: names(q.board), record: names(q.record), holder: q.holder, limit: q.limit, cursor: q.cursor },
+    }, opts);
+  }
+  getIntent(id: string, opts?: CallOptions): Promise<Intent> {
+    return this.request({ method: "GET", path: `/v1/intents/${seg(id)}` }, opts);
+  }
+  /** Ended, or another fence: StaleFenceError. */
+  renewIntent(id: string, fence: number, ttlMs?: number, opts?: CallOptions): Promise<Intent> {
+    return this.request({ method: "POST", path: `/v1/intents/${seg(id)}/renew`, body: { fence, ...(ttlMs !== undefined ? { ttl_ms: ttlMs } : {}) } }, opts);
+  }
+  releaseIntent(id: string, fence: number, opts?: CallOptions): Promise<Intent> {
+    return this.request({ method: "POST", path: `/v1/intents/${seg(id)}/release`, body: { fence } }, opts);
   }
   releaseRecord(board: string, id: string, fence: number, opts?: CallOptions): Promise<BoardRecord> {
     return this.request({ method: "POST", path: `/v1/boards/${seg(board)}/records/${seg(id)}/release`, body: { fence } }, opts);

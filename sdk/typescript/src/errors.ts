@@ -3,6 +3,8 @@
 // classes are made from it by errorClass, and `classes` is checked by the
 // compiler to name one class for every code in the table.
 
+import type { BoardBatchItemResult, BoardBatchSummary, Intent, MergeConflictPath } from "./types.js";
+
 /** The extra fields each code carries (api/openapi.yaml, Errors). */
 export interface ErrorFieldsByCode {
   invalid_json: { field?: string };
@@ -31,7 +33,8 @@ export interface ErrorFieldsByCode {
   session_mismatch: Record<string, never>;
   idempotency_in_progress: Record<string, never>;
   import_rejected: { results: unknown[]; summary: Record<string, number> };
-  stale_fence: { current_fence: number };
+  /** A write, renew or release under an intent that ended (or with another fence) names it. */
+  stale_fence: { current_fence: number; intent_id?: string; state?: string; ended_at?: string };
   lease_lost: Record<string, never>;
   lease_held: { holder?: string; expires_at?: string; conflicts?: { resource: string; holder: string; expires_at: string }[] };
   body_too_large: { limit: number };
@@ -67,6 +70,16 @@ export interface ErrorFieldsByCode {
   overloaded: Record<string, never>;
   secret_key_required: Record<string, never>;
   internal: Record<string, never>;
+  intent_not_found: Record<string, never>;
+  batch_not_found: Record<string, never>;
+  /** The live intents the registration overlaps (holder, scope, expiry). */
+  intent_conflict: { conflicts: Intent[] };
+  /** Every item's result (the failing ones with their conflict); nothing was written. */
+  batch_rejected: { batch_fingerprint: string; results: BoardBatchItemResult[]; summary: BoardBatchSummary };
+  /** Per path the base, ours and theirs values; a record's current revision and content hash, or a version create's latest and base version. */
+  merge_conflict: { conflicts: MergeConflictPath[]; current_revision?: number; content_hash?: string; latest_version?: number; base_version?: number };
+  /** The intent whose scope does not cover the write, and the member naming it. */
+  outside_intent: { intent_id: string; field?: string };
 }
 
 export type ErrorCode = keyof ErrorFieldsByCode;
@@ -91,6 +104,8 @@ export const ERROR_STATUS: { readonly [C in ErrorCode]: number } = {
   invalid_overrides: 422, invalid_guard: 422,
   self_approval: 403, csrf_failed: 403, change_request_closed: 409, token_exists: 409, token_bootstrap: 409,
   board_in_use: 409, store_unavailable: 503, overloaded: 503, secret_key_required: 503, internal: 500,
+  intent_not_found: 404, batch_not_found: 404, intent_conflict: 409, batch_rejected: 409, merge_conflict: 409,
+  outside_intent: 422,
 };
 
 /** A problem+json answer (RFC 9457) or a client-side failure with a code. */
@@ -189,6 +204,12 @@ export const StoreUnavailableError = errorClass("store_unavailable", "StoreUnava
 export const OverloadedError = errorClass("overloaded", "OverloadedError");
 export const SecretKeyRequiredError = errorClass("secret_key_required", "SecretKeyRequiredError");
 export const InternalError = errorClass("internal", "InternalError");
+export const IntentNotFoundError = errorClass("intent_not_found", "IntentNotFoundError");
+export const BatchNotFoundError = errorClass("batch_not_found", "BatchNotFoundError");
+export const IntentConflictError = errorClass("intent_conflict", "IntentConflictError");
+export const BatchRejectedError = errorClass("batch_rejected", "BatchRejectedError");
+export const MergeConflictError = errorClass("merge_conflict", "MergeConflictError");
+export const OutsideIntentError = errorClass("outside_intent", "OutsideIntentError");
 
 // The instance types, so `catch (e) { if (e instanceof StaleFenceError) e.fields.current_fence }`
 // and `let e: StaleFenceError` both work.
@@ -199,6 +220,10 @@ export type LeaseLostError = PromptdError<"lease_lost">;
 export type LeaseHeldError = PromptdError<"lease_held">;
 export type MissingVariableError = PromptdError<"missing_variable">;
 export type SessionClosedError = PromptdError<"session_closed">;
+export type IntentConflictError = PromptdError<"intent_conflict">;
+export type BatchRejectedError = PromptdError<"batch_rejected">;
+export type MergeConflictError = PromptdError<"merge_conflict">;
+export type OutsideIntentError = PromptdError<"outside_intent">;
 
 /** One class per code: the compiler checks that no code of the table is missing. */
 const classes: { readonly [C in ErrorCode]: ErrorClass<C> } = {
@@ -229,6 +254,9 @@ const classes: { readonly [C in ErrorCode]: ErrorClass<C> } = {
   token_bootstrap: TokenBootstrapError, board_in_use: BoardInUseError,
   store_unavailable: StoreUnavailableError, overloaded: OverloadedError,
   secret_key_required: SecretKeyRequiredError, internal: InternalError,
+  intent_not_found: IntentNotFoundError, batch_not_found: BatchNotFoundError,
+  intent_conflict: IntentConflictError, batch_rejected: BatchRejectedError,
+  merge_conflict: MergeConflictError, outside_intent: OutsideIntentError,
 };
 
 function isCode(code: string): code is ErrorCode {

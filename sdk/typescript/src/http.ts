@@ -31,7 +31,8 @@ export interface TransportOptions {
 export interface Request {
   method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   path: string;
-  query?: Record<string, string | number | boolean | undefined>;
+  /** An array is a repeated parameter (`?agent=a&agent=b`). */
+  query?: Record<string, string | number | boolean | readonly string[] | undefined>;
   body?: unknown;
   headers?: Record<string, string>;
   /** The route takes Idempotency-Key (api/openapi.yaml, Conventions). */
@@ -127,7 +128,11 @@ export class Transport {
     let u = this.baseUrl + path;
     if (query) {
       const q = new URLSearchParams();
-      for (const [k, v] of Object.entries(query)) if (v !== undefined) q.set(k, String(v));
+      for (const [k, v] of Object.entries(query)) {
+        if (v === undefined) continue;
+        if (Array.isArray(v)) for (const x of v as readonly string[]) q.append(k, x);
+        else q.set(k, String(v));
+      }
       const s = q.toString();
       if (s) u += "?" + s;
     }

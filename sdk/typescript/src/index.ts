@@ -1,8 +1,12 @@
 export * from "./errors.js";
 export * from "./types.js";
 export { Transport, TransportError, newIdempotencyKey, type CallOptions, type TransportOptions, type Request, type Answer } from "./http.js";
-export { Client, type ClientOptions, type Assembled, type Precondition, type SessionLeaseRequest } from "./client.js";
+export {
+  Client, type ClientOptions, type Assembled, type Precondition, type SessionLeaseRequest, type IntentInput, type IntentQuery,
+  type RecordUpdate, type BatchInput,
+} from "./client.js";
 export { withSessionLease, appendOptimistic, type HeldLease, type SessionLeaseOptions } from "./lease.js";
+export { HeldIntent, withIntent, registerHeldIntent, type IntentOptions } from "./intent.js";
 export { HeldClaim, ClaimEndedError, claimAndHold, withClaim, claimLoop, type ClaimOptions, type ClaimLoopOptions } from "./claim.js";
 export { LocalPrompts, type LocalPromptsOptions } from "./local.js";
 export { ExposureBatcher } from "./exposures.js";

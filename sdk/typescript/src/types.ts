@@ -26,6 +26,12 @@ export interface PromptConfig {
   variables?: Record<string, { required?: boolean; default?: string; description?: string }>;
 }
 
+/** A merged version's parents: the base its author started from, the latest it was merged over. */
+export interface VersionMerge {
+  base_version: number;
+  theirs_version: number;
+}
+
 export interface Version {
   agent: string;
   version: number;
@@ -34,6 +40,8 @@ export interface Version {
   message: string;
   created_by: string;
   created_at: string;
+  /** Set on a version made by a merge (createVersion with merge: true). */
+  merge?: VersionMerge;
 }
 
 export interface List<T> {
@@ -282,4 +290,121 @@ export interface BoardRecord {
   dedupe_key: string | null;
   created_at: string;
   updated_at: string;
+}
+
+/** Records of one board an intent covers: ids, and id prefixes (a prefix covers every id it starts). */
+export interface IntentRecordScope {
+  board: string;
+  ids?: string[];
+  prefixes?: string[];
+}
+
+/**
+ * What an intent covers: `agents` (names, or prefixes ending in `*`) in `envs`, whole `boards`,
+ * `records` of a board. Answers show it canonical (sorted, merged).
+ */
+export interface IntentScope {
+  agents?: string[];
+  envs?: string[];
+  boards?: string[];
+  records?: IntentRecordScope[];
+}
+
+/** The intent a write is made under, with its fence. */
+export interface IntentRef {
+  id: string;
+  fence: number;
+}
+
+export interface Intent {
+  id: string;
+  holder: string;
+  mode: "exclusive" | "advisory";
+  scope: IntentScope;
+  description: string;
+  /** Grows in every space the intent takes. */
+  fence: number;
+  /** An active intent past its expiry reads as expired. */
+  state: "active" | "released" | "expired";
+  ttl_ms: number;
+  expires_at: string;
+  ended_at?: string;
+  created_by: string;
+  created_at: string;
+}
+
+/** POST /v1/intents: the intent and every live intent whose scope overlaps it. */
+export interface RegisteredIntent extends Intent {
+  overlaps: Intent[];
+}
+
+/** One item of a board batch: a create, or a compare-and-set update (merged with `merge`). */
+export type BoardBatchItem =
+  | { op: "create"; id?: string; payload: unknown; priority?: number; dedupe_key?: string }
+  | {
+    op: "update"; id: string; expected_revision: number; payload?: unknown; state?: string;
+    /** A claimed record: the claim's fence. */
+    fence?: number;
+    /** Merge payload over the changes made since expected_revision (three-way, by JSON path). */
+    merge?: boolean;
+    /** The payload read at expected_revision (checked against the kept content hash). */
+    base_payload?: unknown;
+  };
+
+/**
+ * One path both sides changed differently. A step is a member name, or `{key: value}` for an
+ * element of a keyed array; a side without the member (deleted, or never there) is absent.
+ */
+export interface MergeConflictPath {
+  path: (string | Record<string, string>)[];
+  base?: unknown;
+  ours?: unknown;
+  theirs?: unknown;
+}
+
+/** Why a batch item was not written: a problem code with what the record is now. */
+export interface BoardBatchConflict {
+  code: string;
+  detail: string;
+  field?: string;
+  current_revision?: number;
+  content_hash?: string;
+  current_fence?: number;
+  state?: string;
+  /** merge_conflict: per path base, ours, theirs. */
+  conflicts?: MergeConflictPath[];
+}
+
+/** One item's part of a batch's commit proof, in request order. */
+export interface BoardBatchItemResult {
+  index: number;
+  op: "create" | "update";
+  id: string;
+  status: "created" | "exists" | "updated" | "merged" | "conflict" | "invalid";
+  revision_before: number;
+  revision_after: number;
+  content_hash?: string;
+  conflict?: BoardBatchConflict;
+}
+
+export interface BoardBatchSummary {
+  created: number;
+  exists: number;
+  updated: number;
+  merged: number;
+  conflicts: number;
+  invalid: number;
+}
+
+/** An applied board batch and its commit proof (also read back by id). */
+export interface BoardBatch {
+  id: string;
+  board: string;
+  mode: "all_or_nothing" | "partial";
+  batch_fingerprint: string;
+  intent_id?: string;
+  results: BoardBatchItemResult[];
+  summary: BoardBatchSummary;
+  created_by: string;
+  created_at: string;
 }

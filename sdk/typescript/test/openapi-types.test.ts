@@ -53,6 +53,7 @@ const MIRRORS: Record<string, Mirror | NotAShape> = {
   "PromptConfig.messages[]": { schemas: ["TemplateMessage"] },
   "PromptConfig.variables{}": { schemas: ["VariableSpec"] },
   Version: { schemas: ["Version"] },
+  VersionMerge: { schemas: ["VersionMerge"] },
   List: { schemas: LISTS },
   Release: { schemas: ["Release"] },
   Env: { schemas: ["Env"] },
@@ -89,6 +90,17 @@ const MIRRORS: Record<string, Mirror | NotAShape> = {
   "Bundle.agents{}.versions{}": { schemas: ["BundleAgent/properties/versions/additionalProperties"] },
   ExposureItem: { schemas: ["ExposureReport/properties/items/items"] },
   BoardRecord: { schemas: ["Record"] },
+  IntentRecordScope: { schemas: ["IntentScope/properties/records/items"] },
+  IntentScope: { schemas: ["IntentScope"] },
+  IntentRef: { schemas: ["IntentRef"] },
+  Intent: { schemas: ["Intent"] },
+  RegisteredIntent: { schemas: ["RegisteredIntent"] },
+  BoardBatchItem: { schemas: ["BoardBatchItem"] },
+  MergeConflictPath: { schemas: ["MergeConflictPath"] },
+  BoardBatchConflict: { schemas: ["BoardBatchItemResult/properties/conflict"] },
+  BoardBatchItemResult: { schemas: ["BoardBatchItemResult"] },
+  BoardBatchSummary: { schemas: ["BoardBatchSummary"] },
+  BoardBatch: { schemas: ["BoardBatch"] },
 };
 
 // ---- the contract's side
