@@ -16,9 +16,15 @@
 //	            [-mysql-dsn DSN] [-redis-url URL] [-metrics-token T]
 //	promptbench slowloris -url http://127.0.0.1:8080 [-conns 20000] [-pid PID] [-wait 2m]
 //	promptbench memory -promptd ./promptd | -url URL -admin-token T -pid PID [-duration 5s]
+//	promptbench imports -url URL -admin-token T -runtime-token R [-strategies a,b,c,d,e] [-rows 100000] [-agents 64] [-batch 50] [-duration 20s] [-think 50ms]
 //
 // slowloris opens that many slow or idle connections and reports whether
 // /healthz kept answering, promptd's RSS and when promptd closed them.
+//
+// imports reproduces the field report on agent batch imports: agents
+// writing overlapping batches of board rows under a global lease, row
+// leases, commit proofs, intents, or none (the control), each strategy's
+// throughput, latency, retries and lost updates (imports.go).
 package main
 
 import (
@@ -49,6 +55,9 @@ func main() {
 	}
 	if len(args) > 0 && args[0] == "memory" {
 		runner, args = runMemory, args[1:]
+	}
+	if len(args) > 0 && args[0] == "imports" {
+		runner, args = runImports, args[1:]
 	}
 	if err := runner(ctx, args, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "promptbench:", err)
