@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -246,5 +247,39 @@ func TestPausedAgentPastItsRowLease_isRefusedByTheFence_controlOverwrites(t *tes
 	}
 	if r, _ := s.Get(ctx, "rows", "r2"); string(r.Payload) != `{"by":"A"}` {
 		t.Fatalf("control: r2 = %s (the overwrite should have happened)", r.Payload)
+	}
+}
+
+// Concurrent PATCHes of one record at one expected revision: one wins,
+// every other is a revision conflict (the payload history row of the next
+// revision is written after the revision-checked UPDATE, so a loser never
+// meets the winner's history row as a duplicate key: that was a 500).
+func TestPatch_concurrentAtOneRevision_oneWinsOthersRevisionConflict(t *testing.T) {
+	s, _ := mysqlService(t)
+	ctx := context.Background()
+	mustCreate(t, s, "race", "r1", 0)
+	const writers = 16
+	errs := make(chan error, writers)
+	for i := range writers {
+		go func() {
+			_, err := s.Patch(ctx, "race", "r1", board.Update{ExpectedRevision: 1, Payload: json.RawMessage(fmt.Sprintf(`{"w":%d}`, i))})
+			errs <- err
+		}()
+	}
+	wins, conflicts := 0, 0
+	for range writers {
+		err := <-errs
+		var rc *board.RevisionConflict
+		switch {
+		case err == nil:
+			wins++
+		case errors.As(err, &rc):
+			conflicts++
+		default:
+			t.Errorf("a losing PATCH: %v", err)
+		}
+	}
+	if wins != 1 || conflicts != writers-1 {
+		t.Fatalf("%d wins, %d revision conflicts", wins, conflicts)
 	}
 }

@@ -141,10 +141,12 @@ func (s *Service) Patch(ctx context.Context, board, id string, u Update) (*Recor
 		if err != nil {
 			return nil, err
 		}
-		if err := s.keepPayload(tx, r, &next); err != nil {
+		// the revision-checked write first: the payload's history row is
+		// keyed by the next revision, which only the winner may take
+		if err := s.write(tx, r, &next); err != nil {
 			return nil, err
 		}
-		if err := s.write(tx, r, &next); err != nil {
+		if err := s.keepPayload(tx, r, &next); err != nil {
 			return nil, err
 		}
 		return next.record(), s.appendEvent(ctx, tx, "board.record_updated", &next)
@@ -263,7 +265,10 @@ func (s *Service) write(tx *gorm.DB, prev, next *recordRow) error {
 	if res.RowsAffected == 1 {
 		return nil
 	}
-	cur, err := readRecord(tx, prev.Board, prev.ID, false)
+	// a locking read: it sees the row the UPDATE met (a plain read would
+	// see the transaction's snapshot, taken before a concurrent writer
+	// committed, and explain the miss as an expired claim)
+	cur, err := readRecord(tx, prev.Board, prev.ID, true)
 	if err != nil {
 		return err
 	}
