@@ -16,6 +16,9 @@
 // release's arm, then the env pointer. Several processes may share one
 // MySQL database: give each a Redis-backed locks.Locker and the same
 // Redis client (Options.Locker, Options.Redis), as cmd/promptd does.
+//
+// promptd is licensed under the Apache License, Version 2.0 (the LICENSE
+// file at the repository's root).
 package promptd
 
 import (

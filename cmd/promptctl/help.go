@@ -11,8 +11,8 @@ import (
 	"github.com/promptd/promptd/internal/buildinfo"
 )
 
-// version is set at build time (-ldflags "-X main.version=v1.2.3");
-// else the module version is used.
+// version is set at build time (-ldflags "-X main.version=0.1.0");
+// else the VERSION file's, with the commit built from (buildinfo.Version).
 var version string
 
 func buildVersion() string { return buildinfo.Version(version) }

@@ -92,9 +92,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 }
 
 // version is set at link time by release builds
-// (-ldflags "-X main.version=v1.2.3"); else the module version is used.
+// (-ldflags "-X main.version=0.1.0"); else the VERSION file is used.
 var version string
 
 // buildVersion is the version promptd was built at (service.version of
-// its spans): the link-time version, the module version, or "devel".
+// its spans, promptd_build_info): the link-time version, else the VERSION
+// file's with the commit built from (buildinfo.Version).
 func buildVersion() string { return buildinfo.Version(version) }

@@ -6,8 +6,8 @@ import (
 	"github.com/promptd/promptd/internal/buildinfo"
 )
 
-// A version set at link time wins over the module's.
+// A version set at link time wins over the VERSION file's.
 func ExampleVersion() {
-	fmt.Println(buildinfo.Version("v1.2.3"))
-	// Output: v1.2.3
+	fmt.Println(buildinfo.Version("1.2.3"))
+	// Output: 1.2.3
 }
