@@ -179,11 +179,17 @@ func dirArg(it *planItem) string { return filepath.Dir(it.file.Path) }
 
 // diffLatest is the unified diff from promptd's version latest to the file.
 func (a *app) diffLatest(it *planItem, latest int) string {
+	return a.diffVersion(it, latest, it.file.Config, it.File+" (yours)")
+}
+
+// diffVersion is the unified diff from promptd's version latest of it's
+// agent to config (named toName).
+func (a *app) diffVersion(it *planItem, latest int, config []byte, toName string) string {
 	v, err := a.c.GetVersion(a.ctx, it.Agent, latest)
 	if err != nil {
 		return ""
 	}
-	local, err := client.Canonical(it.file.Config)
+	local, err := client.Canonical(config)
 	if err != nil {
 		return ""
 	}
@@ -192,7 +198,7 @@ func (a *app) diffLatest(it *planItem, latest int) string {
 	}
 	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
 		A: lines(mustCanonical(v.Config)), B: lines(local),
-		FromFile: fmt.Sprintf("%s/v%d (promptd)", it.Agent, latest), ToFile: it.File + " (yours)", Context: 3})
+		FromFile: fmt.Sprintf("%s/v%d (promptd)", it.Agent, latest), ToFile: toName, Context: 3})
 	return d
 }
 
@@ -262,6 +268,9 @@ func (a *app) check(items []*planItem, o applyOpts) error {
 				it.Merge, it.Version = v.Merge, v.Version
 				it.Detail = fmt.Sprintf("would merge your changes since version %d over version %d as version %d",
 					v.Merge.BaseVersion, v.Merge.TheirsVersion, v.Version)
+				it.Diff = a.diffVersion(it, it.Latest, v.Config, fmt.Sprintf("%s/v%d (merged, planned)", it.Agent, v.Version))
+			} else if it.Latest > 0 {
+				it.Diff = a.diffVersion(it, it.Latest, it.file.Config, it.File+" (yours)") // what the create would change
 			}
 		case errors.Is(err, client.ErrMergeConflict) && errors.As(err, &pe):
 			a.mergeConflict(it, pe)

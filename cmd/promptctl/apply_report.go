@@ -22,6 +22,9 @@ func (a *app) report(items []*planItem, o applyOpts, dir string) {
 			version = itoa(it.Version)
 		case stCreate:
 			version = itoa(it.Base+1) + " (planned)"
+			if it.Merge != nil { // a rebase: over the latest
+				version = itoa(it.Version) + " (planned merge)"
+			}
 		case stConflict:
 			version = "latest is " + itoa(it.Latest)
 		}

@@ -19,7 +19,8 @@ then records the versions it created in the lock file; commit it with the files.
 
 --dry-run changes nothing: promptd checks each planned version as a create would
 (?dry_run=true), so a config it would refuse is reported invalid with promptd's problem
-code and field (exit 1). --atomic publishes every file through one all-or-nothing import.
+code and field (exit 1), and each planned version is shown as a unified diff from
+promptd's latest (with --rebase, to the merged config). --atomic publishes every file through one all-or-nothing import.
 --env then points ENV at each applied version.
 
 --rebase turns a stale base into a three-way merge: promptd merges your changes since

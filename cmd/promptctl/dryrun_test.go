@@ -52,3 +52,39 @@ func TestApplyDryRun_withUndeclaredVariable_reportsTheServersProblem(t *testing.
 		t.Fatalf("billing versions: %v", err)
 	}
 }
+
+// TestApply_dryRun_printsTheDiffOfWhatWouldChange: a planned create over
+// an existing version shows the unified diff from promptd's latest to the
+// file, and with --rebase the diff to the merged config; nothing is
+// published.
+func TestApply_dryRun_printsTheDiffOfWhatWouldChange(t *testing.T) {
+	s := startPromptd(t)
+	dir := t.TempDir()
+	writeFile(t, dir, "support.json", supportJSON("Within 30 days.", "Be brief.", "0.2"))
+	if r := s.ctl(t, "apply", "-f", dir); r.code != exitOK {
+		t.Fatalf("apply v1:\n%s", r)
+	}
+	stale := copyDir(t, dir)
+	writeFile(t, dir, "support.json", supportJSON("Within 60 days.", "Be brief.", "0.2"))
+	r := s.ctl(t, "apply", "-f", dir, "--dry-run")
+	t.Logf("dry run:\n%s", r.stdout)
+	for _, want := range []string{"--- support/v1 (promptd)", "+++ support.json (yours)", `-      "instructions": "Within 30 days.",`, `+      "instructions": "Within 60 days.",`} {
+		if r.code != exitOK || !strings.Contains(r.stdout, want) {
+			t.Fatalf("the dry run lacks %q:\n%s", want, r)
+		}
+	}
+	if r := s.ctl(t, "apply", "-f", dir); r.code != exitOK {
+		t.Fatalf("apply v2:\n%s", r)
+	}
+	writeFile(t, stale, "support.json", supportJSON("Within 30 days.", "Be warm.", "0.2"))
+	r = s.ctl(t, "apply", "-f", stale, "--dry-run", "--rebase")
+	t.Logf("dry run --rebase:\n%s", r.stdout)
+	for _, want := range []string{"would merge your changes since version 1 over version 2 as version 3", "3 (planned merge)", "+++ support/v3 (merged, planned)", `+      "instructions": "Be warm."`} {
+		if r.code != exitOK || !strings.Contains(r.stdout, want) {
+			t.Fatalf("the rebase dry run lacks %q:\n%s", want, r)
+		}
+	}
+	if vs, _ := s.admin.ListVersions(t.Context(), "support", client.ListOptions{}); vs.Items[0].Version != 2 {
+		t.Fatalf("a dry run published version %d", vs.Items[0].Version)
+	}
+}
