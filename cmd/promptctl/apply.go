@@ -97,6 +97,11 @@ func runApply(a *app, args []string) error {
 			}
 		}
 	}
+	if o.env != "" {
+		if err := a.refuseActiveReleases(items, o.env); err != nil {
+			return err
+		}
+	}
 	if o.dryRun {
 		err = a.check(items, o)
 	} else {
@@ -286,6 +291,32 @@ func (a *app) check(items []*planItem, o applyOpts) error {
 			}
 			return err
 		}
+	}
+	return nil
+}
+
+// refuseActiveReleases: --env would switch a pointer that an active
+// release holds (409 release_active) after the version was published; an
+// agent whose env has one is a conflict before anything is published for
+// it, naming the release and how to finish it.
+func (a *app) refuseActiveReleases(items []*planItem, env string) error {
+	for _, it := range items {
+		if it.Status != stCreate || it.Latest == 0 {
+			continue
+		}
+		p, err := a.c.ListReleases(a.ctx, it.Agent, env, client.ListOptions{Limit: 1})
+		if err != nil {
+			return err
+		}
+		if len(p.Items) == 0 || (p.Items[0].State != "running" && p.Items[0].State != "paused") {
+			continue
+		}
+		r := p.Items[0]
+		it.Status, it.Code = stConflict, "release_active"
+		it.Detail = fmt.Sprintf("release_active: env %s of %s has release %s (%s, candidate version %d), and a pointer switch waits "+
+			"for it to end: nothing was published for %s. Promote it (promptctl release promote %s) or roll it back (promptctl release rollback %s), "+
+			"or apply without --env and start a release of the new version once it ends.",
+			env, it.Agent, r.ID, r.State, r.CandidateVersion, it.Agent, r.ID, r.ID)
 	}
 	return nil
 }

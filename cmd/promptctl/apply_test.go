@@ -207,11 +207,16 @@ func TestApply_env_switchesPointers(t *testing.T) {
 	}
 	writeFile(t, dir, "a.yaml", promptYAML("alpha", "a3"))
 	r = s.ctl(t, "apply", "-f", dir, "--env", "prod")
-	if r.code != exitConflict || !strings.Contains(r.stdout, "release_active") || !strings.Contains(r.stderr, "alpha (env prod)") {
+	t.Logf("apply --env during a release:\n%s", r.stdout)
+	if r.code != exitConflict || !strings.Contains(r.stdout, "release_active: env prod of alpha has release") || !strings.Contains(r.stderr, "alpha") {
 		t.Fatalf("apply --env during a release:\n%s", r)
 	}
-	if l := readLockT(t, dir); l["alpha"].Version != 3 {
-		t.Fatalf("the version was published; the lock must say so: %+v", l)
+	// refused before publishing: no version 3, the lock unmoved
+	if l := readLockT(t, dir); l["alpha"].Version != 2 {
+		t.Fatalf("the lock moved: %+v", l)
+	}
+	if vs, _ := s.admin.ListVersions(t.Context(), "alpha", client.ListOptions{}); vs.Items[0].Version != 2 {
+		t.Fatalf("apply --env during a release published version %d", vs.Items[0].Version)
 	}
 }
 
