@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -114,6 +115,9 @@ func runDiff(a *app, args []string) error {
 // runEnvs: envs AGENT lists the agent's env pointers; envs AGENT ENV
 // shows one with its history, revocations and active release.
 func runEnvs(a *app, args []string) error {
+	if len(args) > 0 && args[0] == "set" {
+		return runEnvsSet(a, args[1:])
+	}
 	pos, err := a.parse(a.flags("envs"), args, 1, 2)
 	if err != nil {
 		return err
@@ -145,6 +149,62 @@ func runEnvs(a *app, args []string) error {
 		return a.printJSON(e)
 	}
 	a.printEnv(e)
+	return nil
+}
+
+// runEnvsSet: envs set AGENT ENV VERSION [--expected-revision N]
+// [--reason R] points the env at VERSION: a compare-and-set on the
+// pointer's revision (the one read just before, or the one given), so a
+// switch someone made meanwhile is a conflict (exit 3), never overwritten.
+// A protected env opens a change request instead (exit 0, its id printed).
+func runEnvsSet(a *app, args []string) error {
+	fs := a.flags("envs set")
+	reason := fs.String("reason", "", "why, for the audit log")
+	expected := fs.Int64("expected-revision", -1, "the pointer's revision you read (default: the one read now; 0: the env must have no pointer yet)")
+	pos, err := a.parse(fs, args, 3, 3)
+	if err != nil {
+		return err
+	}
+	agent, env := pos[0], pos[1]
+	version, err := strconv.Atoi(pos[2])
+	if err != nil || version < 1 {
+		return usageError{fmt.Sprintf("VERSION must be a version number, not %q", pos[2])}
+	}
+	rev, from := *expected, 0
+	if rev < 0 {
+		cur, err := a.c.GetEnv(a.ctx, agent, env)
+		var pe *client.Error
+		switch {
+		case err == nil:
+			rev, from = cur.Revision, cur.Version
+		case errors.As(err, &pe) && pe.NotFound():
+			rev = 0 // no pointer yet: create it
+		default:
+			return err
+		}
+	}
+	e, err := a.c.PutEnv(a.ctx, agent, env, client.PutEnvRequest{Version: version, ExpectedRevision: rev,
+		Reason: orDefault(*reason, "promptctl envs set")})
+	var pending *client.PendingError
+	if errors.As(err, &pending) {
+		if a.output == "json" {
+			return a.printJSON(pending.ChangeRequest)
+		}
+		fmt.Fprintf(a.stdout, "%s/%s is protected: change request %s opened to point it at version %d; "+
+			"it applies once approved (promptctl approvals show %s)\n", agent, env, pending.ChangeRequest.ID, version, pending.ChangeRequest.ID)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if a.output == "json" {
+		return a.printJSON(e)
+	}
+	if from == e.Version && *expected < 0 {
+		fmt.Fprintf(a.stdout, "%s/%s already points at version %d (revision %d)\n", agent, env, e.Version, e.Revision)
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "%s/%s now points at version %d (revision %d)\n", agent, env, e.Version, e.Revision)
 	return nil
 }
 

@@ -97,3 +97,35 @@ func TestErrors_messagesNameTheProblemAndTheFix(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvsSet_pointsTheEnv_aStaleRevisionIsAConflict: envs set creates and
+// moves a pointer; a revision someone moved meanwhile is exit 3 and the
+// pointer stays.
+func TestEnvsSet_pointsTheEnv_aStaleRevisionIsAConflict(t *testing.T) {
+	s := startPromptd(t)
+	dir := t.TempDir()
+	writeFile(t, dir, "support.yaml", promptYAML("support", "v1"))
+	if r := s.ctl(t, "apply", "-f", dir); r.code != exitOK {
+		t.Fatalf("apply v1:\n%s", r)
+	}
+	writeFile(t, dir, "support.yaml", promptYAML("support", "v2"))
+	if r := s.ctl(t, "apply", "-f", dir); r.code != exitOK {
+		t.Fatalf("apply v2:\n%s", r)
+	}
+	if r := s.ctl(t, "envs", "set", "support", "prod", "1"); r.code != exitOK || !strings.Contains(r.stdout, "support/prod now points at version 1 (revision 1)") {
+		t.Fatalf("envs set (create):\n%s", r)
+	}
+	if r := s.ctl(t, "envs", "set", "support", "prod", "2", "--reason", "v2 is better"); r.code != exitOK || !strings.Contains(r.stdout, "now points at version 2 (revision 2)") {
+		t.Fatalf("envs set (move):\n%s", r)
+	}
+	r := s.ctl(t, "envs", "set", "support", "prod", "1", "--expected-revision", "1")
+	if r.code != exitConflict {
+		t.Fatalf("a stale revision must conflict:\n%s", r)
+	}
+	if e, err := s.admin.GetEnv(t.Context(), "support", "prod"); err != nil || e.Version != 2 {
+		t.Fatalf("the pointer moved: %+v %v", e, err)
+	}
+	if r := s.ctl(t, "envs", "set", "support", "prod", "x"); r.code != exitUsage {
+		t.Fatalf("a bad version must be a usage error:\n%s", r)
+	}
+}

@@ -78,6 +78,17 @@ nothing written) unless --force.`,
 		summary:  "an agent's env pointers, or one env with its history",
 		text:     "Without ENV: the agent's env pointers. With ENV: the version it points at, its\nrevision, revoked versions, the active release and the last moves.",
 		examples: []string{"promptctl envs support", "promptctl envs support prod"},
+		subs:     []string{"envs set"},
+	},
+	"envs set": {
+		synopsis: "promptctl envs set AGENT ENV VERSION [--expected-revision N] [--reason R]",
+		summary:  "point an env at a version",
+		text: `Points ENV of AGENT at VERSION: a compare-and-set on the pointer's revision (the one
+read just before, or --expected-revision, 0 for an env without a pointer), so a switch
+someone made meanwhile is a conflict (exit 3), never overwritten. During an active
+release the env's pointer is the release's (409 release_active: promote or roll it
+back). A protected env opens a change request instead, printed with its id.`,
+		examples: []string{"promptctl envs set support prod 3 --reason \"fixes refunds\"", "promptctl envs set support staging 2 --expected-revision 4"},
 	},
 	"rollback": {
 		synopsis: "promptctl rollback AGENT ENV [--to V] [--reason R]",
