@@ -29,16 +29,8 @@ func intentRef(r *wire.IntentRef) *intent.Ref {
 	return &intent.Ref{ID: r.ID, Fence: r.Fence}
 }
 
-func intentBodies(in []*intent.Intent) []wire.Intent {
-	out := make([]wire.Intent, len(in))
-	for i, it := range in {
-		out[i] = it.Wire()
-	}
-	return out
-}
-
 func registeredEntity(r *intent.Registered) any {
-	return wire.RegisteredIntent{Intent: r.Intent.Wire(), Overlaps: intentBodies(r.Overlaps)}
+	return wire.RegisteredIntent{Intent: r.Intent.Wire(), Overlaps: intent.Wires(r.Overlaps)}
 }
 
 // intentInScope: a scoped token registers and queries only within its
@@ -122,19 +114,29 @@ type intentFenceRequest struct {
 	TTLMs *int64 `json:"ttl_ms"`
 }
 
+// intentFence is the prelude of renew and release: the path's intent
+// (in the token's scopes) and the body, which names its fence.
+func (s *Server) intentFence(c echo.Context) (string, intentFenceRequest, error) {
+	var req intentFenceRequest
+	id, err := s.intentTarget(c)
+	if err != nil {
+		return "", req, err
+	}
+	if err := decode(c, &req); err != nil {
+		return "", req, err
+	}
+	if req.Fence == nil {
+		return "", req, invalidField("fence", "fence is required: the intent's fence")
+	}
+	return id, req, nil
+}
+
 // handleRenewIntent: POST /v1/intents/{id}/renew {fence, ttl_ms?}: 200;
 // ended or another fence: 409 stale_fence.
 func (s *Server) handleRenewIntent(c echo.Context) error {
-	id, err := s.intentTarget(c)
+	id, req, err := s.intentFence(c)
 	if err != nil {
 		return err
-	}
-	var req intentFenceRequest
-	if err := decode(c, &req); err != nil {
-		return err
-	}
-	if req.Fence == nil {
-		return invalidField("fence", "fence is required: the intent's fence")
 	}
 	ttl, err := msDuration(req.TTLMs, "ttl_ms", intent.MinTTL, intent.MaxTTL, 0)
 	if err != nil {
@@ -150,16 +152,9 @@ func (s *Server) handleRenewIntent(c echo.Context) error {
 // handleReleaseIntent: POST /v1/intents/{id}/release {fence}: 200 with
 // the intent (released, or as it ended before).
 func (s *Server) handleReleaseIntent(c echo.Context) error {
-	id, err := s.intentTarget(c)
+	id, req, err := s.intentFence(c)
 	if err != nil {
 		return err
-	}
-	var req intentFenceRequest
-	if err := decode(c, &req); err != nil {
-		return err
-	}
-	if req.Fence == nil {
-		return invalidField("fence", "fence is required: the intent's fence")
 	}
 	if req.TTLMs != nil {
 		return invalidField("ttl_ms", "a release takes the fence only")
@@ -214,5 +209,5 @@ func (s *Server) handleListIntents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.send(c, http.StatusOK, list[wire.Intent]{Items: intentBodies(items), Next: cursor(next)})
+	return s.send(c, http.StatusOK, list[wire.Intent]{Items: intent.Wires(items), Next: cursor(next)})
 }

@@ -51,7 +51,9 @@ func (s *Service) keepPayload(tx *gorm.DB, prev, next *recordRow) error {
 }
 
 // payloadAt is the record's payload at revision (the newest kept at or
-// below it), and false when the board no longer keeps it.
+// below it), and false when the board no longer keeps it. Pruning drops
+// the oldest rows only, so a kept row at or below revision has no payload
+// change after it up to revision: it is the payload there.
 func payloadAt(tx *gorm.DB, board, id string, revision int64) (string, string, bool, error) {
 	var rows []struct {
 		Revision    int64
@@ -63,17 +65,6 @@ func payloadAt(tx *gorm.DB, board, id string, revision int64) (string, string, b
 		return "", "", false, err
 	}
 	if len(rows) == 0 {
-		return "", "", false, nil
-	}
-	// a revision older than every kept one has no row at or below it; one
-	// that was pruned away under a newer kept row cannot be told apart
-	// from the kept one below it, so pruning keeps whole runs: the oldest
-	// kept row is the floor of what can be answered
-	var oldest int64
-	if err := tx.Raw(`SELECT MIN(revision) FROM board_record_payloads WHERE board = ? AND id = ?`, board, id).Scan(&oldest).Error; err != nil {
-		return "", "", false, err
-	}
-	if revision < oldest {
 		return "", "", false, nil
 	}
 	return rows[0].Payload, rows[0].ContentHash, true, nil

@@ -40,7 +40,7 @@ func (e *Conflict) Problem() *problem.Problem {
 	first := e.Intents[0]
 	return (&problem.Problem{Code: problem.IntentConflict, Detail: fmt.Sprintf(
 		"the scope overlaps %s intent %s held by %q until %s; wait for it, or narrow the scope", first.Mode, first.ID, first.Holder,
-		first.ExpiresAt.UTC().Format(time.RFC3339))}).With("conflicts", wires(e.Intents))
+		first.ExpiresAt.UTC().Format(time.RFC3339))}).With("conflicts", Wires(e.Intents))
 }
 
 // Ended: a renew, a release or a write named an intent that was released
@@ -106,7 +106,8 @@ func (e *OutsideScope) Problem() *problem.Problem {
 	return p
 }
 
-func wires(in []*Intent) []wire.Intent {
+// Wires is in as answers show it.
+func Wires(in []*Intent) []wire.Intent {
 	out := make([]wire.Intent, len(in))
 	for i, it := range in {
 		out[i] = it.Wire()

@@ -291,7 +291,7 @@ func (s *Service) register(ctx context.Context, tx *gorm.DB, in Input, sc Scope)
 	if err != nil {
 		return nil, err
 	}
-	live, perSpace, err := s.liveIn(tx, spaces, now, false) // after the space locks: every registration of these spaces before this one is committed and read
+	live, perSpace, err := s.liveIn(tx, spaces, now) // after the space locks: every registration of these spaces before this one is committed and read
 	if err != nil {
 		return nil, err
 	}
@@ -380,15 +380,11 @@ func (s *Service) lockSpace(tx *gorm.DB, sp string) (int64, error) {
 	return seqs[0], nil
 }
 
-// liveIn reads the live intents of spaces (locked with lock on MySQL),
-// and how many each space holds.
-func (s *Service) liveIn(tx *gorm.DB, spaces []string, now int64, lock bool) ([]*Intent, map[string]int, error) {
+// liveIn reads the live intents of spaces, and how many each space holds.
+func (s *Service) liveIn(tx *gorm.DB, spaces []string, now int64) ([]*Intent, map[string]int, error) {
 	sqlIn, args := inList(spaces)
 	q := `SELECT k.space AS space, ` + qualifiedIntentCols + ` FROM intent_keys k JOIN intents i ON i.id = k.intent_id
 		WHERE k.space IN ` + sqlIn + ` AND i.state = ? AND i.expires_at_ms > ? ORDER BY i.id`
-	if lock {
-		q += sqlstore.ForUpdate(tx)
-	}
 	var rows []struct {
 		Space string
 		R     row `gorm:"embedded"`
@@ -632,7 +628,7 @@ func (s *Service) List(ctx context.Context, q Query) ([]*Intent, string, error) 
 			live = append(live, it)
 		}
 	} else {
-		all, _, err := s.liveIn(db, sc.spaces(), now, false)
+		all, _, err := s.liveIn(db, sc.spaces(), now)
 		if err != nil {
 			return nil, "", sqlstore.Err(err)
 		}
