@@ -13,10 +13,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Every variable promptd reads has a line in `promptd -h`, and README.md's
-// configuration table names the same variables with the same defaults.
+// Every variable promptd reads has a line in `promptd -h`, and the
+// configuration table of the docs (docs/configuration.md) names the same
+// variables with the same defaults.
 func TestConfigDocs_everyVariable_inHelpAndReadmeWithTheSameDefault(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,9 +42,9 @@ func TestConfigDocs_everyVariable_inHelpAndReadmeWithTheSameDefault(t *testing.T
 			t.Errorf("promptd -h does not list %s with its default", name)
 		}
 		if got, ok := inReadme[name]; !ok {
-			t.Errorf("README's configuration table has no row for %s", name)
+			t.Errorf("docs/configuration.md's table has no row for %s", name)
 		} else if got != d.Default {
-			t.Errorf("%s: README's default %q, promptd -h says %q", name, got, d.Default)
+			t.Errorf("%s: docs/configuration.md's default %q, promptd -h says %q", name, got, d.Default)
 		}
 	}
 	for name := range configDocs {

@@ -1,12 +1,14 @@
-// Command readmewalk runs the README's walkthroughs as a reader pastes
-// them: every ```sh block marked <!-- walkthrough --> in order, in one
-// bash, against a fresh promptd (built from this tree, on a free port,
-// with a fresh data directory), and compares what each block prints with
-// the ```text block that follows it in the README.
+// Command readmewalk runs the docs' walkthroughs as a reader pastes
+// them: every ```sh block marked <!-- walkthrough --> of the files named,
+// file after file and in order within each, in one bash, against one fresh
+// promptd (built from this tree, on a free port, with a fresh data
+// directory), and compares what each block prints with the ```text block
+// that follows it in its file. A later file's blocks see what the earlier
+// ones left (the quick start's agent shows up in the prompts-as-code pull).
 //
-//	go run ./internal/harness/readmewalk [-print] [README.md]
+//	go run ./internal/harness/readmewalk [-print] FILE.md...
 //
-// The reader's setup is done for them, as the README's unmarked setup
+// The reader's setup is done for them, as the pages' unmarked setup
 // blocks do it: promptd and promptctl are built into a bin directory put
 // first on PATH; PROMPTD_URL is promptd's address and PROMPTD_TOKEN its
 // generated admin token; the blocks run in a fresh directory whose ./data
@@ -43,7 +45,8 @@ import (
 
 // block is one walkthrough step: the commands and what they print.
 type block struct {
-	line     int // of the ```sh fence
+	file     string // the page it is in
+	line     int    // of the ```sh fence
 	script   string
 	expected []string
 }
@@ -53,27 +56,31 @@ const marker = "<!-- walkthrough -->"
 func main() {
 	printOnly := flag.Bool("print", false, "print each block's actual output; compare nothing")
 	flag.Parse()
-	readme := "README.md"
-	if flag.NArg() > 0 {
-		readme = flag.Arg(0)
+	if flag.NArg() == 0 {
+		fmt.Fprintln(os.Stderr, "usage: readmewalk [-print] FILE.md...")
+		os.Exit(2)
 	}
-	if err := run(readme, *printOnly, os.Stdout); err != nil {
+	if err := run(flag.Args(), *printOnly, os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "readmewalk: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(readme string, printOnly bool, out io.Writer) error {
-	src, err := os.ReadFile(readme)
-	if err != nil {
-		return err
-	}
-	blocks, err := extract(filepath.Base(readme), string(src))
-	if err != nil {
-		return err
-	}
-	if len(blocks) == 0 {
-		return fmt.Errorf("%s has no %s blocks", readme, marker)
+func run(files []string, printOnly bool, out io.Writer) error {
+	var blocks []block
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		bs, err := extract(f, string(src))
+		if err != nil {
+			return err
+		}
+		if len(bs) == 0 {
+			return fmt.Errorf("%s has no %s blocks", f, marker)
+		}
+		blocks = append(blocks, bs...)
 	}
 	tmp, err := os.MkdirTemp("", "readmewalk-")
 	if err != nil {
@@ -115,22 +122,22 @@ func run(readme string, printOnly bool, out io.Writer) error {
 	failed := 0
 	for i, b := range blocks {
 		if printOnly {
-			fmt.Fprintf(out, "--- block %d (%s:%d)\n%s\n", i+1, readme, b.line, strings.Join(outputs[i], "\n"))
+			fmt.Fprintf(out, "--- block %d (%s:%d)\n%s\n", i+1, b.file, b.line, strings.Join(outputs[i], "\n"))
 			continue
 		}
 		if why := match(b.expected, outputs[i]); why != "" {
 			failed++
-			fmt.Fprintf(out, "FAIL block %d (%s:%d): %s\n--- ran\n%s\n--- printed\n%s\n--- %s shows\n%s\n\n", i+1, readme, b.line, why,
-				strings.TrimSpace(b.script), strings.Join(outputs[i], "\n"), readme, strings.Join(b.expected, "\n"))
+			fmt.Fprintf(out, "FAIL block %d (%s:%d): %s\n--- ran\n%s\n--- printed\n%s\n--- %s shows\n%s\n\n", i+1, b.file, b.line, why,
+				strings.TrimSpace(b.script), strings.Join(outputs[i], "\n"), b.file, strings.Join(b.expected, "\n"))
 		}
 	}
 	if failed > 0 {
 		log, _ := os.ReadFile(filepath.Join(tmp, "promptd.log"))
 		fmt.Fprintf(out, "--- promptd's log (last 2000 bytes)\n%s\n", tail(log, 2000))
-		return fmt.Errorf("%d of %d walkthrough blocks printed something else than README shows", failed, len(blocks))
+		return fmt.Errorf("%d of %d walkthrough blocks printed something else than their page shows", failed, len(blocks))
 	}
 	if !printOnly {
-		fmt.Fprintf(out, "ok: %d walkthrough blocks of %s, pasted in sequence, printed what it shows\n", len(blocks), readme)
+		fmt.Fprintf(out, "ok: %d walkthrough blocks of %s, pasted in sequence, printed what they show\n", len(blocks), strings.Join(files, ", "))
 	}
 	return nil
 }
@@ -152,7 +159,7 @@ func extract(name, src string) ([]block, error) {
 		if err != nil {
 			return nil, err
 		}
-		b := block{line: j + 1, script: strings.Join(body, "\n") + "\n"}
+		b := block{file: name, line: j + 1, script: strings.Join(body, "\n") + "\n"}
 		k := next(lines, end+1)
 		if k >= len(lines) || strings.TrimSpace(lines[k]) != "```text" {
 			return nil, fmt.Errorf("%s:%d: the walkthrough block is not followed by a ```text block of its output", name, j+1)
@@ -283,7 +290,7 @@ func match(expected, actual []string) string {
 	case i < len(exp):
 		return fmt.Sprintf("expected line %d %q, but the output ended", i+1, exp[i])
 	case j < len(act):
-		return fmt.Sprintf("printed more than README shows, from %q", act[j])
+		return fmt.Sprintf("printed more than the page shows, from %q", act[j])
 	}
 	return "no match"
 }
@@ -301,7 +308,7 @@ func trimBlank(lines []string) []string {
 
 // cleanEnv is this process's environment without PROMPTD_* and
 // TRACEPARENT: promptd and the blocks see only what a fresh terminal and
-// the README's setup give them.
+// the pages' setup blocks give them.
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {

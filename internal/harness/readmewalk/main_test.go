@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestMatch_placeholdersBlanksAndEllipsis: the README's placeholder rule.
+// TestMatch_placeholdersBlanksAndEllipsis: the placeholder rule of the docs' walkthroughs.
 func TestMatch_placeholdersBlanksAndEllipsis(t *testing.T) {
 	lines := func(s string) []string { return strings.Split(s, "\n") }
 	cases := []struct {
@@ -34,7 +34,7 @@ func TestMatch_placeholdersBlanksAndEllipsis(t *testing.T) {
 func TestExtract_needsAnOutputBlockAfterEachWalkthrough(t *testing.T) {
 	src := "x\n<!-- walkthrough -->\n```sh\necho hi\n```\n\n```text\nhi\n```\n"
 	bs, err := extract("R.md", src)
-	if err != nil || len(bs) != 1 || bs[0].script != "echo hi\n" || strings.Join(bs[0].expected, "|") != "hi" {
+	if err != nil || len(bs) != 1 || bs[0].file != "R.md" || bs[0].script != "echo hi\n" || strings.Join(bs[0].expected, "|") != "hi" {
 		t.Fatalf("extract: %+v, %v", bs, err)
 	}
 	if _, err := extract("R.md", "<!-- walkthrough -->\n```sh\necho hi\n```\n"); err == nil || !strings.Contains(err.Error(), "R.md:2") {
