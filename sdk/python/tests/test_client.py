@@ -3,6 +3,7 @@ retries, sessions with optimistic appends, assemble over HTTP."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from typing import Any, Callable
@@ -202,6 +203,31 @@ def test_assemble_overHttp_plainAndOpenAI(shared_server: Promptd) -> None:
             "\n\n# Memory\n- Customer prefers email.")}
         r = rt.resolve(agent, "prod", user_id="u1")
         assert r.version == 1 and r.release is None and not r.pinned
+
+
+def test_assemble_toolsAndModel_inBothFormats_andAsync(shared_server: Promptd) -> None:
+    agent = uid()
+    tool = {"type": "function", "function": {"name": "lookup_order", "description": "Find an order",
+                                             "parameters": {"type": "object", "properties": {}}}}
+    with admin(shared_server) as c:
+        publish(c, agent, config={**CONFIG, "tools": [tool], "model": {"name": "gpt-4o", "temperature": 0.2,
+                                                                        "top_p": 0.9}})
+        bare = uid()
+        publish(c, bare, config={"system": "Hi."})
+    want_model = {"name": "gpt-4o", "temperature": 0.2, "top_p": 0.9}
+    with runtime(shared_server) as rt:
+        for fmt in ("plain", "openai"):
+            a = rt.assemble(agent, "prod", {"persona": "x"}, format=fmt)
+            assert (a.tools, a.model, a.model_name) == ([tool], want_model, "gpt-4o"), fmt
+        b = rt.assemble(bare, "prod")  # (the openai format needs model.name)
+        assert (b.tools, b.model, b.model_name) == ([], None, None)
+
+    async def main() -> None:
+        async with promptd.AsyncClient(shared_server.url, RUNTIME, retry=FAST) as ac:
+            a = await ac.assemble(agent, "prod", {"persona": "x"}, format="openai")
+            assert (a.tools, a.model) == ([tool], want_model)
+
+    asyncio.run(main())
 
 
 def test_syncClient_setsTcpNoDelay_soAPostIsNotHeldByNagleAndDelayedAck(shared_server: Promptd) -> None:

@@ -61,7 +61,7 @@ MIRRORS: dict[type, Mirror] = {
                      "body": "the answer as sent: Assembled for plain, OpenAIChatRequest for openai"},
         # The class wraps either format's answer; only what both give is a field.
         not_carried={k: "in body (format=plain); the openai body has no such member"
-                     for k in ("content_hash", "messages", "model", "pinned", "repinned_from", "tools")},
+                     for k in ("content_hash", "messages", "pinned", "repinned_from")},
         nullability={"version": "for format=openai it is read from the Promptd-Version header: None if absent"}),
     models.Turn: Mirror(("Turn", "TurnInput")),  # read from a session, and appended (to_json)
     models.LeaseInfo: Mirror(("LeaseInfo",)),

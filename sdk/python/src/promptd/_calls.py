@@ -126,8 +126,30 @@ def _assembled(fmt: str) -> Any:
             trace = Trace.from_json(d.get("release"))
         else:
             version, trace = _promptd_version(r), release_header(r.headers.get("Promptd-Release"))
-        return Assembled(format=fmt, body=d, version=version if isinstance(version, int) else None, release=trace)
+        return Assembled(format=fmt, body=d, version=version if isinstance(version, int) else None, release=trace,
+                         tools=_dicts(d.get("tools")), model=_model_settings(fmt, d))
     return parse
+
+
+# The members of an openai body that are not the config's model settings.
+_OPENAI_NOT_MODEL = frozenset({"model", "messages", "tools", "stream"})
+
+
+def _model_settings(fmt: str, d: Mapping[str, Any]) -> Optional[dict[str, Any]]:
+    """The config's ``model`` (ModelSettings): the plain answer's ``model``;
+    in an openai body, ``model`` is its name and the other settings sit at
+    the top level."""
+    if fmt == "plain":
+        m = d.get("model")
+        return dict(m) if isinstance(m, Mapping) else None
+    name = d.get("model")
+    if not isinstance(name, str):
+        return None
+    return {"name": name, **{k: v for k, v in d.items() if k not in _OPENAI_NOT_MODEL}}
+
+
+def _dicts(v: Any) -> list[dict[str, Any]]:
+    return [dict(x) for x in v if isinstance(x, Mapping)] if isinstance(v, list) else []
 
 
 def assemble(agent: str, env: str, variables: Optional[Mapping[str, Any]], user_id: Optional[str],

@@ -75,12 +75,27 @@ class Resolved:
 @dataclass
 class Assembled:
     """POST .../assemble: ``body`` is the exact answer (for ``format="openai"``
-    the body of a Chat Completions request, ready to send)."""
+    the body of a Chat Completions request, ready to send).
+
+    ``tools`` are the config's tools (OpenAI function-tool shape, ``[]`` when
+    it has none) and ``model`` its model settings (``{"name": "gpt-4o",
+    "temperature": 0.2, ...}`` as written, None when it has none), the same
+    for both formats: for ``format="openai"`` they are read back from the
+    body (``model`` is its ``model`` as ``name`` plus the other top-level
+    keys promptd put there)."""
 
     format: str
     body: dict[str, Any]
     version: Optional[int]
     release: Optional[Trace]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    model: Optional[dict[str, Any]] = None
+
+    @property
+    def model_name(self) -> Optional[str]:
+        """``model["name"]``, or None."""
+        name = self.model.get("name") if self.model is not None else None
+        return name if isinstance(name, str) else None
 
     @property
     def messages(self) -> list[dict[str, Any]]:
