@@ -12,7 +12,7 @@ from typing import Optional
 import httpx
 import pytest
 from conftest import RUNTIME, Promptd, uid
-from test_client import FAST, runtime
+from test_client import FAST, admin, runtime
 
 import promptd
 
@@ -194,3 +194,55 @@ def test_asyncBoardClaim_noRecordWithinWait_runsTheBodyWithNone(shared_server: P
 
     asyncio.run(main())
     assert ran == [True]
+
+
+# complete() and fail() from the claimed state: the default board is
+# pending -> claimed -> running -> done | failed, so they step through
+# running first (fenced); a machine with no such path is refused by name.
+
+def test_boardClaim_completeFromClaimed_onTheDefaultBoard_stepsThroughRunning(shared_server: Promptd) -> None:
+    board = uid("b")
+    with runtime(shared_server) as rt:
+        rec = rt.create_record(board, {"task": 1})
+        with rt.claim(board, "worker-1") as work:
+            assert work.record is not None and work.record.state == "claimed"
+            assert work.machine().path("claimed", "done") == ["running", "done"]
+            done = work.complete({"ok": True})
+        assert done.state == "done" and done.payload == {"ok": True}
+        assert rt.get_record(board, rec.id).state == "done"
+        rt.create_record(board, {"task": 2}, id="t2")
+        with rt.claim(board, "worker-1") as work:
+            failed = work.fail({"why": "boom"})
+        assert failed.state == "failed" and failed.payload == {"why": "boom"}
+
+
+def test_boardClaim_completeWithNoPathInTheMachine_raisesNamingTheMissingStep(shared_server: Promptd) -> None:
+    board = uid("b")
+    with admin(shared_server) as adm, runtime(shared_server) as rt:
+        machine = adm.put_board(board, {
+            "states": ["pending", "claimed", "done", "failed"], "initial": "pending",
+            "transitions": {"pending": ["claimed", "done"], "claimed": ["failed", "pending"]},
+            "claim": {"from": "pending", "to": "claimed", "exhausted": "failed"},
+            "terminal": ["done", "failed"]})
+        assert machine.path("claimed", "done") is None and rt.get_board(board).revision == machine.revision
+        rec = rt.create_record(board, {"task": 1})
+        with rt.claim(board, "worker-1") as work:
+            with pytest.raises(promptd.errors.InvalidTransition) as err:
+                work.complete({"ok": True})
+            assert "claimed -> done" in str(err.value) and err.value.fields["state"] == "claimed"
+            work.fail()
+        assert rt.get_record(board, rec.id).state == "failed"
+
+
+def test_asyncBoardClaim_completeFromClaimed_stepsThroughRunning(shared_server: Promptd) -> None:
+    board = uid("b")
+
+    async def main() -> None:
+        async with promptd.AsyncClient(shared_server.url, RUNTIME, retry=FAST) as rt:
+            rec = await rt.create_record(board, {"task": 1})
+            async with rt.claim(board, "worker-1") as work:
+                assert work.record is not None and work.record.state == "claimed"
+                done = await work.complete({"ok": True})
+            assert done.state == "done" and (await rt.get_record(board, rec.id)).state == "done"
+
+    asyncio.run(main())

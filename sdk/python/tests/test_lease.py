@@ -133,3 +133,18 @@ def test_asyncGenericLeases_allOrNothing_conflictsNameTheHolder(shared_server: P
                 await rt.renew_leases(held.lease_id, held.token, 5000)
 
     asyncio.run(main())
+
+
+def test_asyncHeldLeases_renewsPastTheTTL_andReleasesOnExit(shared_server: Promptd) -> None:
+    a = f"order:{uid()}"
+
+    async def main() -> None:
+        async with promptd.AsyncClient(shared_server.url, RUNTIME, retry=FAST) as rt:
+            async with rt.lease([a], "worker-1", ttl_ms=600) as held:
+                assert set(held.fences) == {a}
+                await asyncio.sleep(1.5)
+                assert held.ka.renewals >= 2 and not held.lost.is_set()
+            got = await rt.acquire_leases([a], "worker-2", ttl_ms=5000)  # released: free at once
+            assert set(got.fences) == {a}
+
+    asyncio.run(main())

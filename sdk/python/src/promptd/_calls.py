@@ -168,13 +168,46 @@ def assemble(agent: str, env: str, variables: Optional[Mapping[str, Any]], user_
     return Call("POST", f"/v1/agents/{seg(agent)}/envs/{seg(env)}/assemble", _assembled(fmt), json=body, safe=True)
 
 
-# Releases (read).
+# Releases.
+def _release(r: httpx.Response) -> Release:
+    return Release.from_json(decode(r))
+
+
+def _some(**kv: Any) -> dict[str, Any]:
+    return {k: v for k, v in kv.items() if v is not None}
+
+
 def get_release(release_id: str) -> Call[Release]:
-    return Call("GET", f"/v1/releases/{seg(release_id)}", lambda r: Release.from_json(decode(r)))
+    return Call("GET", f"/v1/releases/{seg(release_id)}", _release)
 
 
-def list_releases(agent: str, env: str) -> Call[Page]:
-    return Call("GET", f"/v1/agents/{seg(agent)}/envs/{seg(env)}/releases", _page)
+def list_releases(agent: str, env: str, limit: Optional[int] = None, cursor: Optional[str] = None) -> Call[Page]:
+    return Call("GET", f"/v1/agents/{seg(agent)}/envs/{seg(env)}/releases", _page,
+                params={"limit": limit, "cursor": cursor})
+
+
+def create_release(agent: str, env: str, candidate_version: int, percent: Union[int, float, str],
+                   stickiness: Optional[str], steps: Optional[Sequence[Mapping[str, Any]]], message: Optional[str],
+                   expected_revision: Optional[int], overrides: Optional[Mapping[str, Any]],
+                   guard: Optional[Mapping[str, Any]]) -> Call[Release]:
+    body = _some(candidate_version=candidate_version, percent=percent, stickiness=stickiness,
+                 steps=[dict(x) for x in steps] if steps is not None else None, message=message,
+                 expected_revision=expected_revision, overrides=overrides, guard=guard)
+    return Call("POST", f"/v1/agents/{seg(agent)}/envs/{seg(env)}/releases", _release, json=body, idempotent=True)
+
+
+def ramp_release(release_id: str, percent: Union[int, float, str], expected_revision: int,
+                 reason: Optional[str]) -> Call[Release]:
+    body = _some(percent=percent, expected_revision=expected_revision, reason=reason)
+    return Call("PATCH", f"/v1/releases/{seg(release_id)}", _release, json=body)
+
+
+def transition_release(release_id: str, action: str, expected_revision: Optional[int],
+                       reason: Optional[str]) -> Call[Release]:
+    """pause, resume, promote or rollback (running -> paused, paused ->
+    running, running|paused -> promoted | rolled_back)."""
+    return Call("POST", f"/v1/releases/{seg(release_id)}/{action}", _release,
+                json=_some(expected_revision=expected_revision, reason=reason))
 
 
 # Sessions.
@@ -186,6 +219,12 @@ def create_session(agent: str, env: str, session_id: Optional[str], user_id: Opt
         if v is not None:
             body[k] = v
     return Call("POST", "/v1/sessions", lambda r: Session.from_json(decode(r)), json=body, idempotent=True)
+
+
+def list_sessions(agent: Optional[str], env: Optional[str], state: Optional[str], limit: Optional[int],
+                  cursor: Optional[str]) -> Call[Page]:
+    return Call("GET", "/v1/sessions", _page,
+                params={"agent": agent, "env": env, "state": state, "limit": limit, "cursor": cursor})
 
 
 def get_session(sid: str, since: Optional[int], limit: Optional[int]) -> Call[Session]:

@@ -3,14 +3,14 @@ methods, sending the same calls (``_calls``)."""
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Callable, Mapping, Optional, Sequence, TypeVar
+from typing import Any, AsyncIterator, Callable, Mapping, Optional, Sequence, TypeVar, Union
 
 import httpx
 
 from . import _calls, batches, boards, intents, stream
 from ._http import LEASE_RETRY, AsyncSender, Call, RetryPolicy, headers_for
 from .errors import PromptdError, RevisionConflict
-from .lease import AsyncSessionLease
+from .lease import AsyncHeldLeases, AsyncSessionLease
 from .models import (
     Appended,
     Assembled,
@@ -85,9 +85,46 @@ class AsyncClient:
     async def get_release(self, release_id: str) -> Release:
         return await self._send(_calls.get_release(release_id))
 
-    async def list_releases(self, agent: str, env: str) -> Page:
-        return await self._send(_calls.list_releases(agent, env))
+    async def list_releases(self, agent: str, env: str, limit: Optional[int] = None,
+                      cursor: Optional[str] = None) -> Page:
+        """The env's releases, newest first (``items`` are Release JSON)."""
+        return await self._send(_calls.list_releases(agent, env, limit, cursor))
 
+    async def create_release(self, agent: str, env: str, candidate_version: int, percent: Union[int, float, str], *,
+                       stickiness: Optional[str] = None, steps: Optional[Sequence[Mapping[str, Any]]] = None,
+                       message: Optional[str] = None, expected_revision: Optional[int] = None,
+                       overrides: Optional[Mapping[str, Any]] = None,
+                       guard: Optional[Mapping[str, Any]] = None) -> Release:
+        """Start a release of ``candidate_version`` at ``percent`` (0..100,
+        at most 2 decimals) over the version the env pointer names (admin)."""
+        return await self._send(_calls.create_release(agent, env, candidate_version, percent, stickiness, steps, message,
+                                                 expected_revision, overrides, guard))
+
+    async def ramp_release(self, release_id: str, percent: Union[int, float, str], expected_revision: int,
+                     reason: Optional[str] = None) -> Release:
+        """Set a running or paused release's percent (up or down; the
+        remaining steps are cancelled) at its revision (admin)."""
+        return await self._send(_calls.ramp_release(release_id, percent, expected_revision, reason))
+
+    async def pause_release(self, release_id: str, expected_revision: Optional[int] = None,
+                      reason: Optional[str] = None) -> Release:
+        """running -> paused (admin; a release already paused is a no-op)."""
+        return await self._send(_calls.transition_release(release_id, "pause", expected_revision, reason))
+
+    async def resume_release(self, release_id: str, expected_revision: Optional[int] = None,
+                       reason: Optional[str] = None) -> Release:
+        """paused -> running (admin)."""
+        return await self._send(_calls.transition_release(release_id, "resume", expected_revision, reason))
+
+    async def promote_release(self, release_id: str, expected_revision: Optional[int] = None,
+                        reason: Optional[str] = None) -> Release:
+        """running|paused -> promoted: the env pointer moves to the candidate (admin)."""
+        return await self._send(_calls.transition_release(release_id, "promote", expected_revision, reason))
+
+    async def rollback_release(self, release_id: str, expected_revision: Optional[int] = None,
+                         reason: Optional[str] = None) -> Release:
+        """running|paused -> rolled_back: everyone gets the baseline again (admin)."""
+        return await self._send(_calls.transition_release(release_id, "rollback", expected_revision, reason))
     # Runtime path.
     async def resolve(self, agent: str, env: str, user_id: Optional[str] = None,
                 session_id: Optional[str] = None) -> Resolved:
@@ -104,6 +141,13 @@ class AsyncClient:
                        user_id: Optional[str] = None, metadata: Any = None,
                        idle_ttl_ms: Optional[int] = None) -> Session:
         return await self._send(_calls.create_session(agent, env, session_id, user_id, metadata, idle_ttl_ms))
+
+    async def list_sessions(self, *, agent: Optional[str] = None, env: Optional[str] = None,
+                      state: Optional[str] = None, limit: Optional[int] = None,
+                      cursor: Optional[str] = None) -> Page:
+        """Sessions, newest first (``items`` are SessionSummary JSON;
+        ``state`` open or closed)."""
+        return await self._send(_calls.list_sessions(agent, env, state, limit, cursor))
 
     async def get_session(self, sid: str, since: Optional[int] = None, limit: Optional[int] = None) -> Session:
         return await self._send(_calls.get_session(sid, since, limit))
@@ -182,7 +226,29 @@ class AsyncClient:
     async def release_leases(self, lease_id: str, token: str) -> None:
         await self._send(_calls.release_leases(lease_id, token))
 
+    def lease(self, resources: Sequence[str], holder: str, ttl_ms: int = 5000, wait_ms: int = 0) -> AsyncHeldLeases:
+        """``async with client.lease(["order:1"], holder) as held:`` renewed
+        on a task; on loss the body is cancelled and LeaseLost raised."""
+        return AsyncHeldLeases(self, resources, holder, ttl_ms, wait_ms)
+
     # Boards.
+    async def get_board(self, board: str) -> boards.Board:
+        """The board and its state machine (the default board: pending ->
+        claimed -> running -> done | failed)."""
+        return await self._send(boards.get_board(board))
+
+    async def put_board(self, board: str, definition: Mapping[str, Any], expected_revision: int = 0) -> boards.Board:
+        """Define (``expected_revision`` 0) or replace a board's machine:
+        ``states``, ``initial``, ``transitions``, ``claim``, ``terminal``,
+        ``quota`` (admin)."""
+        return await self._send(boards.put_board(board, definition, expected_revision))
+
+    async def list_records(self, board: str, *, state: Optional[str] = None, owner: Optional[str] = None,
+                     limit: Optional[int] = None, cursor: Optional[str] = None) -> Page:
+        """A board's records in board order (``items`` are Record JSON;
+        ``next`` is the cursor of the next page)."""
+        return await self._send(boards.list_records(board, state, owner, limit, cursor))
+
     async def create_record(self, board: str, payload: Any, *, id: Optional[str] = None,
                             priority: Optional[int] = None, dedupe_key: Optional[str] = None) -> boards.Record:
         return await self._send(boards.create_record(board, payload, id, priority, dedupe_key))

@@ -29,9 +29,10 @@ import httpx
 from ._calls import seg
 from ._http import Call, decode
 from .batches import ABSENT
-from .errors import ClaimExpired, LeaseLost, PromptdError, StaleFence
+from .errors import ClaimExpired, InvalidTransition, LeaseLost, PromptdError, StaleFence
 from .intents import RefLike, ref_json
 from .lease import _AsyncHeld, _Keepalive, lease_lost
+from .models import Page
 
 if TYPE_CHECKING:
     from .aio import AsyncClient
@@ -64,6 +65,79 @@ class Record:
                       priority=int(d.get("priority") or 0), attempts=int(d.get("attempts") or 0),
                       payload=d.get("payload"), dedupe_key=d.get("dedupe_key"),
                       created_at=str(d.get("created_at", "")), updated_at=str(d.get("updated_at", "")), raw=d)
+
+
+@dataclass(frozen=True)
+class Board:
+    """A board and its state machine (GET /v1/boards/{board}): ``claim`` is
+    the claim rule (from, to, ttl_ms, reclaim_to, max_attempts, exhausted)."""
+
+    board: str
+    revision: int
+    created_by: str
+    states: list[str]
+    initial: str
+    transitions: dict[str, list[str]]
+    claim: dict[str, Any]
+    terminal: list[str]
+    quota: dict[str, Any]
+    created_at: str = ""
+    updated_at: str = ""
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "Board":
+        tr = d.get("transitions")
+        return Board(board=str(d.get("board", "")), revision=int(d.get("revision") or 0),
+                     created_by=str(d.get("created_by") or ""), states=[str(x) for x in d.get("states") or []],
+                     initial=str(d.get("initial", "")),
+                     transitions={str(k): [str(x) for x in v or []] for k, v in tr.items()} if isinstance(tr, dict)
+                     else {},
+                     claim=dict(d.get("claim") or {}), terminal=[str(x) for x in d.get("terminal") or []],
+                     quota=dict(d.get("quota") or {}), created_at=str(d.get("created_at", "")),
+                     updated_at=str(d.get("updated_at", "")), raw=d)
+
+    def allows(self, frm: str, to: str) -> bool:
+        return to in self.transitions.get(frm, [])
+
+    def ends_claim(self, state: str) -> bool:
+        """Entering state ends a claim: the claim's from state, reclaim_to,
+        or a terminal state."""
+        return state in (self.claim.get("from"), self.claim.get("reclaim_to")) or state in self.terminal
+
+    def path(self, frm: str, to: str) -> Optional[list[str]]:
+        """The shortest chain of transitions frm -> ... -> to whose steps
+        before ``to`` keep a claim (the states a claimed record passes
+        through, e.g. ``["running", "done"]`` from claimed on the default
+        board); None when the machine has none."""
+        seen, queue = {frm}, [(frm, list[str]())]
+        while queue:
+            state, steps = queue.pop(0)
+            for nxt in self.transitions.get(state, []):
+                if nxt == to:
+                    return steps + [to]
+                if nxt not in seen and not self.ends_claim(nxt):
+                    seen.add(nxt)
+                    queue.append((nxt, steps + [nxt]))
+        return None
+
+
+def get_board(board: str) -> Call[Board]:
+    return Call("GET", f"/v1/boards/{seg(board)}", lambda r: Board.from_json(decode(r)))
+
+
+def put_board(board: str, definition: Any, expected_revision: int) -> Call[Board]:
+    body = {**dict(definition), "expected_revision": expected_revision}
+    return Call("PUT", f"/v1/boards/{seg(board)}", lambda r: Board.from_json(decode(r)), json=body)
+
+
+def list_records(board: str, state: Optional[str], owner: Optional[str], limit: Optional[int],
+                 cursor: Optional[str]) -> Call[Page]:
+    def parse(r: httpx.Response) -> Page:
+        d = decode(r) or {}
+        return Page(items=list(d.get("items") or []), next=d.get("next"))
+    return Call("GET", f"/v1/boards/{seg(board)}/records", parse,
+                params={"state": state, "owner": owner, "limit": limit, "cursor": cursor})
 
 
 def _record(r: httpx.Response) -> Record:
@@ -144,10 +218,30 @@ class _Claim:
         self.record: Optional[Record] = None
         self.fence = 0
         self.finished = False
+        self._machine: Optional[Board] = None
 
     @property
     def lost(self) -> threading.Event:
         return self.ka.lost
+
+    def _steps(self, machine: Board, state: str) -> list[str]:
+        """The writes that take the claimed record to ``state``: ``[state]``
+        when the machine has the transition, else the states in between
+        first (claimed -> running -> done on the default board). No such
+        path: InvalidTransition naming the missing step, nothing sent."""
+        assert self.record is not None
+        cur = self.record.state
+        if cur == state or machine.allows(cur, state):
+            return [state]
+        path = machine.path(cur, state)
+        if path is None:
+            allowed = ", ".join(machine.transitions.get(cur, [])) or "none"
+            raise InvalidTransition(409, "invalid_transition", (
+                f"board {self.board}: no path {cur} -> {state} in its machine that keeps the claim "
+                f"(from {cur} it allows: {allowed}); the board's transitions need the missing step "
+                f"{cur} -> {state} (or a state between them)"),
+                {"state": cur, "to": state, "board": self.board})
+        return path
 
 
 class BoardClaim(_Claim):
@@ -204,8 +298,25 @@ class BoardClaim(_Claim):
         self.record = rec
         return rec
 
+    def machine(self) -> Board:
+        """The board's state machine (read once per claim)."""
+        if self._machine is None:
+            self._machine = self.client._send(get_board(self.board))
+        return self._machine
+
     def complete(self, payload: Any = None, state: str = "done") -> Record:
-        rec = self.update(state, payload)
+        """Write ``state`` (done) with ``payload``, fenced. When the machine
+        has no direct transition from the record's state (claimed -> done
+        on the default board) the states between are written first, each
+        fenced (claimed -> running -> done); no path at all raises
+        InvalidTransition naming the missing step."""
+        if self.record is None:
+            raise lease_lost("nothing was claimed")
+        self.ka.check()
+        *between, last = self._steps(self.machine(), state)
+        for step in between:
+            self.update(step)
+        rec = self.update(last, payload)
         self.finished = True
         return rec
 
@@ -271,8 +382,23 @@ class AsyncBoardClaim(_AsyncHeld, _Claim):
         self.record = rec
         return rec
 
+    async def machine(self) -> Board:
+        """The board's state machine (read once per claim)."""
+        if self._machine is None:
+            got: Board = await self.client._send(get_board(self.board))
+            self._machine = got
+        return self._machine
+
     async def complete(self, payload: Any = None, state: str = "done") -> Record:
-        rec = await self.update(state, payload)
+        """See BoardClaim.complete: through the states between when the
+        machine needs them (claimed -> running -> done), each fenced."""
+        if self.record is None:
+            raise lease_lost("nothing was claimed")
+        self.ka.check()
+        *between, last = self._steps(await self.machine(), state)
+        for step in between:
+            await self.update(step)
+        rec = await self.update(last, payload)
         self.finished = True
         return rec
 

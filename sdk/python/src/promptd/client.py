@@ -3,7 +3,7 @@ surface with ``async`` methods; both send the calls built in ``_calls``."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, TypeVar, Union
 
 import httpx
 
@@ -85,9 +85,46 @@ class Client:
     def get_release(self, release_id: str) -> Release:
         return self._send(_calls.get_release(release_id))
 
-    def list_releases(self, agent: str, env: str) -> Page:
-        return self._send(_calls.list_releases(agent, env))
+    def list_releases(self, agent: str, env: str, limit: Optional[int] = None,
+                      cursor: Optional[str] = None) -> Page:
+        """The env's releases, newest first (``items`` are Release JSON)."""
+        return self._send(_calls.list_releases(agent, env, limit, cursor))
 
+    def create_release(self, agent: str, env: str, candidate_version: int, percent: Union[int, float, str], *,
+                       stickiness: Optional[str] = None, steps: Optional[Sequence[Mapping[str, Any]]] = None,
+                       message: Optional[str] = None, expected_revision: Optional[int] = None,
+                       overrides: Optional[Mapping[str, Any]] = None,
+                       guard: Optional[Mapping[str, Any]] = None) -> Release:
+        """Start a release of ``candidate_version`` at ``percent`` (0..100,
+        at most 2 decimals) over the version the env pointer names (admin)."""
+        return self._send(_calls.create_release(agent, env, candidate_version, percent, stickiness, steps, message,
+                                                 expected_revision, overrides, guard))
+
+    def ramp_release(self, release_id: str, percent: Union[int, float, str], expected_revision: int,
+                     reason: Optional[str] = None) -> Release:
+        """Set a running or paused release's percent (up or down; the
+        remaining steps are cancelled) at its revision (admin)."""
+        return self._send(_calls.ramp_release(release_id, percent, expected_revision, reason))
+
+    def pause_release(self, release_id: str, expected_revision: Optional[int] = None,
+                      reason: Optional[str] = None) -> Release:
+        """running -> paused (admin; a release already paused is a no-op)."""
+        return self._send(_calls.transition_release(release_id, "pause", expected_revision, reason))
+
+    def resume_release(self, release_id: str, expected_revision: Optional[int] = None,
+                       reason: Optional[str] = None) -> Release:
+        """paused -> running (admin)."""
+        return self._send(_calls.transition_release(release_id, "resume", expected_revision, reason))
+
+    def promote_release(self, release_id: str, expected_revision: Optional[int] = None,
+                        reason: Optional[str] = None) -> Release:
+        """running|paused -> promoted: the env pointer moves to the candidate (admin)."""
+        return self._send(_calls.transition_release(release_id, "promote", expected_revision, reason))
+
+    def rollback_release(self, release_id: str, expected_revision: Optional[int] = None,
+                         reason: Optional[str] = None) -> Release:
+        """running|paused -> rolled_back: everyone gets the baseline again (admin)."""
+        return self._send(_calls.transition_release(release_id, "rollback", expected_revision, reason))
     # Runtime path.
     def resolve(self, agent: str, env: str, user_id: Optional[str] = None,
                 session_id: Optional[str] = None) -> Resolved:
@@ -104,6 +141,13 @@ class Client:
                        user_id: Optional[str] = None, metadata: Any = None,
                        idle_ttl_ms: Optional[int] = None) -> Session:
         return self._send(_calls.create_session(agent, env, session_id, user_id, metadata, idle_ttl_ms))
+
+    def list_sessions(self, *, agent: Optional[str] = None, env: Optional[str] = None,
+                      state: Optional[str] = None, limit: Optional[int] = None,
+                      cursor: Optional[str] = None) -> Page:
+        """Sessions, newest first (``items`` are SessionSummary JSON;
+        ``state`` open or closed)."""
+        return self._send(_calls.list_sessions(agent, env, state, limit, cursor))
 
     def get_session(self, sid: str, since: Optional[int] = None, limit: Optional[int] = None) -> Session:
         return self._send(_calls.get_session(sid, since, limit))
@@ -186,6 +230,23 @@ class Client:
         return HeldLeases(self, resources, holder, ttl_ms, wait_ms)
 
     # Boards.
+    def get_board(self, board: str) -> boards.Board:
+        """The board and its state machine (the default board: pending ->
+        claimed -> running -> done | failed)."""
+        return self._send(boards.get_board(board))
+
+    def put_board(self, board: str, definition: Mapping[str, Any], expected_revision: int = 0) -> boards.Board:
+        """Define (``expected_revision`` 0) or replace a board's machine:
+        ``states``, ``initial``, ``transitions``, ``claim``, ``terminal``,
+        ``quota`` (admin)."""
+        return self._send(boards.put_board(board, definition, expected_revision))
+
+    def list_records(self, board: str, *, state: Optional[str] = None, owner: Optional[str] = None,
+                     limit: Optional[int] = None, cursor: Optional[str] = None) -> Page:
+        """A board's records in board order (``items`` are Record JSON;
+        ``next`` is the cursor of the next page)."""
+        return self._send(boards.list_records(board, state, owner, limit, cursor))
+
     def create_record(self, board: str, payload: Any, *, id: Optional[str] = None, priority: Optional[int] = None,
                       dedupe_key: Optional[str] = None) -> boards.Record:
         return self._send(boards.create_record(board, payload, id, priority, dedupe_key))

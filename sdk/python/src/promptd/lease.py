@@ -328,3 +328,58 @@ class HeldLeases:
             self.client._send(_calls.release_leases(self.grant.lease_id, self.grant.token))
         except LeaseLost:
             pass
+
+
+class AsyncHeldLeases(_AsyncHeld):
+    """A generic lease on several resources, renewed on a task (asyncio):
+    ``async with aclient.lease(["order:1"], holder) as held:``. On loss the
+    task running the body is cancelled and the ``async with`` raises
+    LeaseLost instead of ``CancelledError``."""
+
+    def __init__(self, client: "AsyncClient", resources: Sequence[str], holder: str, ttl_ms: int = 5000,
+                 wait_ms: int = 0) -> None:
+        self.client, self.resources, self.holder, self.wait_ms = client, list(resources), holder, wait_ms
+        self.ka = _Keepalive(ttl_ms)
+        self.grant: Optional[Leases] = None
+        self._renewer: Optional[asyncio.Task[None]] = None
+
+    @property
+    def lost(self) -> threading.Event:
+        return self.ka.lost
+
+    @property
+    def fences(self) -> dict[str, int]:
+        return dict(self.grant.fences) if self.grant else {}
+
+    async def __aenter__(self) -> "AsyncHeldLeases":
+        sent = time.monotonic()
+        grant: Leases = await self.client._send(_calls.acquire_leases(self.resources, self.holder, self.ka.ttl_ms,
+                                                                       self.wait_ms))
+        self.grant = grant
+        self.ka.granted(sent)
+        self._body = asyncio.current_task()
+        self._renewer = asyncio.create_task(self._renew_loop(grant))
+        return self
+
+    async def _renew_loop(self, grant: Leases) -> None:
+        await self._keep_alive(
+            lambda: self.client._send(_calls.renew_leases(grant.lease_id, grant.token, self.ka.ttl_ms),
+                                      retry=self.client._lease_retry),
+            (LeaseLost,), "no renewal succeeded before the lease expired")
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self._exiting = True
+        if self._renewer is not None:
+            self._renewer.cancel()
+            try:
+                await self._renewer
+            except asyncio.CancelledError:
+                pass
+        if self.ka.lost.is_set():
+            self._give_back_cancel()
+            raise lease_lost("the lease was lost while the work ran") from self.ka.lost_reason
+        assert self.grant is not None
+        try:
+            await self.client._send(_calls.release_leases(self.grant.lease_id, self.grant.token))
+        except LeaseLost:
+            pass

@@ -1,0 +1,91 @@
+"""Releases, record lists and session lists from both clients against a
+real promptd: start, ramp, pause, resume, promote and roll back a
+release; get and list releases; list a board's records and the sessions."""
+
+from __future__ import annotations
+
+import asyncio
+
+from conftest import ADMIN, CONFIG, Promptd, uid
+from test_client import FAST, admin, publish, runtime
+
+import promptd
+
+
+def _candidate(c: promptd.Client, agent: str, base: int) -> int:
+    return c.create_version(agent, {**CONFIG, "system": f"v{base + 1}: {{{{persona}}}}"}, base, "next").version
+
+
+def test_release_startRampPauseResumePromote_movesThePointer(shared_server: Promptd) -> None:
+    agent = uid("rel")
+    with admin(shared_server) as c:
+        v1 = publish(c, agent)
+        v2 = _candidate(c, agent, v1)
+        rel = c.create_release(agent, "prod", v2, 10, message="try v2")
+        assert (rel.state, rel.baseline_version, rel.candidate_version, rel.percent) == ("running", v1, v2, 10)
+        rel = c.ramp_release(rel.id, 50, rel.revision, reason="looks fine")
+        assert rel.percent == 50
+        rel = c.pause_release(rel.id, expected_revision=rel.revision, reason="lunch")
+        assert rel.state == "paused"
+        rel = c.resume_release(rel.id)
+        assert rel.state == "running"
+        rel = c.promote_release(rel.id, reason="ship it")
+        assert rel.state == "promoted"
+        assert c.get_env(agent, "prod").version == v2
+        got = c.get_release(rel.id)
+        assert got.id == rel.id and got.state == "promoted" and got.history
+        page = c.list_releases(agent, "prod", limit=10)
+        assert [r["id"] for r in page.items] == [rel.id]
+
+
+def test_release_rollback_keepsTheBaseline(shared_server: Promptd) -> None:
+    agent = uid("rel")
+    with admin(shared_server) as c:
+        v1 = publish(c, agent)
+        v2 = _candidate(c, agent, v1)
+        rel = c.create_release(agent, "prod", v2, 25, stickiness="session")
+        rel = c.rollback_release(rel.id, expected_revision=rel.revision, reason="bad")
+        assert rel.state == "rolled_back" and c.get_env(agent, "prod").version == v1
+
+
+def test_lists_recordsByStateAndSessionsByAgent(shared_server: Promptd) -> None:
+    board, agent = uid("b"), uid("ls")
+    with admin(shared_server) as c, runtime(shared_server) as rt:
+        publish(c, agent)
+        a = rt.create_record(board, {"n": 1}, id="r1")
+        rt.create_record(board, {"n": 2}, id="r2")
+        assert rt.claim_next(board, "w1") is not None  # claims r1, the first
+        pending = rt.list_records(board, state="pending")
+        assert [r["id"] for r in pending.items] == ["r2"]
+        everything = rt.list_records(board, limit=1)
+        assert len(everything.items) == 1 and everything.items[0]["id"] == a.id and everything.next
+        s = rt.create_session(agent, "prod", user_id="u1")
+        sessions = rt.list_sessions(agent=agent, env="prod", state="open")
+        assert [x["session_id"] for x in sessions.items] == [s.session_id]
+
+
+def test_asyncClient_releasesAndLists(shared_server: Promptd) -> None:
+    agent, board = uid("rel"), uid("b")
+    with admin(shared_server) as c:
+        v1 = publish(c, agent)
+        v2 = _candidate(c, agent, v1)
+        v3 = _candidate(c, agent, v2)  # (a rolled-back candidate is revoked in the env)
+
+    async def main() -> None:
+        async with promptd.AsyncClient(shared_server.url, ADMIN, retry=FAST) as ac:
+            rel = await ac.create_release(agent, "prod", v2, 5)
+            rel = await ac.ramp_release(rel.id, 20, rel.revision)
+            assert rel.percent == 20
+            assert (await ac.pause_release(rel.id)).state == "paused"
+            assert (await ac.resume_release(rel.id)).state == "running"
+            assert (await ac.rollback_release(rel.id)).state == "rolled_back"
+            rel2 = await ac.create_release(agent, "prod", v3, 50)
+            assert (await ac.promote_release(rel2.id)).state == "promoted"
+            assert (await ac.get_release(rel.id)).state == "rolled_back"
+            assert {r["id"] for r in (await ac.list_releases(agent, "prod")).items} == {rel.id, rel2.id}
+            await ac.create_record(board, {"n": 1}, id="x1")
+            assert [r["id"] for r in (await ac.list_records(board)).items] == ["x1"]
+            s = await ac.create_session(agent, "prod")
+            assert [x["session_id"] for x in (await ac.list_sessions(agent=agent)).items] == [s.session_id]
+
+    asyncio.run(main())
