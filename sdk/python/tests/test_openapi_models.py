@@ -79,8 +79,10 @@ MIRRORS: dict[type, Mirror] = {
     models.VersionMerge: Mirror(("VersionMerge",)),
     models.EnvPointer: Mirror(("Env",)),
     models.Release: Mirror(("Release",)),
-    models.Page: Mirror(("VersionList", "AgentList", "ReleaseList", "FeedPage", "ExposureList")),
+    models.Page: Mirror(("VersionList", "AgentList", "ReleaseList", "FeedPage", "ExposureList", "RecordList",
+                         "SessionList")),
     boards.Record: Mirror(("Record",)),
+    boards.Board: Mirror(("Board",)),
     intents.RecordScope: Mirror(
         ("IntentScope/properties/records/items",),
         nullability={k: "absent reads as [] (the scope names none)" for k in ("ids", "prefixes")}),
