@@ -2,6 +2,8 @@ package ociimage
 
 import (
 	"bytes"
+	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
@@ -195,5 +197,27 @@ func TestCheck_binaryNotExecutable_isRefused(t *testing.T) {
 	err = Check(readBack(t, file), "9.8.7", rev)
 	if err == nil || !strings.Contains(err.Error(), "want a regular file -rwxr-xr-x 0:0") {
 		t.Fatalf("Check of a 0644 binary = %v", err)
+	}
+}
+
+func TestRoots_arePEMCertificatesThatParse(t *testing.T) {
+	b := Roots()
+	n := 0
+	for len(b) > 0 {
+		var blk *pem.Block
+		blk, b = pem.Decode(b)
+		if blk == nil {
+			t.Fatalf("not PEM after %d certificates", n)
+		}
+		if _, err := x509.ParseCertificate(blk.Bytes); err != nil {
+			t.Fatalf("certificate %d: %v", n, err)
+		}
+		n++
+	}
+	if n < 100 {
+		t.Fatalf("%d roots; the NSS store has over 100", n)
+	}
+	if !bytes.Equal(Roots(), Roots()) {
+		t.Fatal("two calls differ")
 	}
 }

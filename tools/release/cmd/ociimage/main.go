@@ -66,7 +66,7 @@ func build(args []string, stdout io.Writer) error {
 	revision := fs.String("revision", "", "the full commit hash")
 	source := fs.String("source", "https://github.com/promptd/promptd", "the repository's URL")
 	created := fs.Int64("created", -1, "SOURCE_DATE_EPOCH: seconds since 1970 for every timestamp")
-	ca := fs.String("ca", "/etc/ssl/certs/ca-certificates.crt", "the CA bundle to install")
+	ca := fs.String("ca", "", "a PEM CA bundle to install (default: the NSS roots go.mod pins, the same on every host)")
 	promptd, promptctl := platformFiles{}, platformFiles{}
 	fs.Var(promptd, "promptd", "os/arch=path of a static linux promptd (repeat per platform)")
 	fs.Var(promptctl, "promptctl", "os/arch=path of promptctl for that platform (optional)")
@@ -78,8 +78,11 @@ func build(args []string, stdout io.Writer) error {
 	}
 	s := ociimage.Spec{Version: *version, Revision: *revision, Source: *source, Created: time.Unix(*created, 0).UTC()}
 	var err error
-	if s.CACerts, err = os.ReadFile(*ca); err != nil {
-		return err
+	s.CACerts = ociimage.Roots()
+	if *ca != "" {
+		if s.CACerts, err = os.ReadFile(*ca); err != nil {
+			return err
+		}
 	}
 	plats := make([]string, 0, len(promptd))
 	for p := range promptd {
