@@ -2,7 +2,7 @@
 // tarball, with no Docker daemon, and inspects one.
 //
 //	ociimage build -out promptd_0.1.0_oci.tar -version 0.1.0 -revision SHA \
-//	    -created SOURCE_DATE_EPOCH -ca /etc/ssl/certs/ca-certificates.crt \
+//	    -created SOURCE_DATE_EPOCH [-ca BUNDLE.pem] \
 //	    -promptd linux/amd64=dist/linux_amd64/promptd [-promptctl linux/amd64=...] ...
 //	ociimage inspect [-version 0.1.0 -revision SHA] promptd_0.1.0_oci.tar
 //
