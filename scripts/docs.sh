@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the docs site (mkdocs.yml, docs/) with mkdocs --strict, so a broken
-# link or a page missing from the nav fails the build.
+# link, or a nav entry naming a page that does not exist, fails the build; then
+# checks every #anchor the pages link to.
 #
-#   ./scripts/docs.sh                 # build into $DOCS_SITE_DIR (default: a temp dir)
+#   ./scripts/docs.sh                 # build into $DOCS_SITE_DIR (default:
+#                                     # $TMPDIR/promptd-docs-site, outside the repo)
 #   ./scripts/docs.sh serve           # the same site on 127.0.0.1:8000 (a copy made at
 #                                     # start: run it again to see later edits)
 #
@@ -38,7 +40,7 @@ fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/promptd-docs.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-site=${DOCS_SITE_DIR:-$work/site}
+site=${DOCS_SITE_DIR:-${TMPDIR:-/tmp}/promptd-docs-site}
 
 cp -r docs "$work/docs"
 mkdir -p "$work/docs/reference"
