@@ -15,9 +15,9 @@
 // aborts with a ClaimEndedError, which is not a loss.
 
 import type { Client } from "./client.js";
-import { PromptdError, LeaseLostError, StaleFenceError, ClaimExpiredError, leaseLost } from "./errors.js";
+import { PromptdError, LeaseLostError, StaleFenceError, ClaimExpiredError, InvalidTransitionError, leaseLost } from "./errors.js";
 import { TransportError, sleep, type CallOptions } from "./http.js";
-import type { BoardRecord } from "./types.js";
+import type { Board, BoardRecord } from "./types.js";
 
 export interface ClaimOptions {
   /** Who claims (the record's owner while held). */
@@ -72,6 +72,7 @@ export class HeldClaim {
   private readonly parent: AbortSignal | undefined;
   private readonly onParentAbort = (): void => { this.finish("cancelled", this.parent?.reason); };
   private beats = 0;
+  private machine: Board | undefined;
 
   /** Holds a claim just granted; its TTL counted from sentAt (when the claim was sent). */
   constructor(client: Client, board: string, claim: { record: BoardRecord; fence: number }, sentAt: number, o: ClaimOptions) {
@@ -209,6 +210,28 @@ export class HeldClaim {
     return r;
   }
 
+  /**
+   * Finishes the record: writes `state` (done) with `payload`, fenced. When
+   * the board's machine (read once per claim) has no direct transition from
+   * the record's state (claimed -> done on the default board, pending ->
+   * claimed -> running -> done | failed), the states between are written
+   * first, each fenced (claimed -> running -> done). A machine with no such
+   * path rejects with InvalidTransitionError naming the missing step,
+   * writing nothing. The final write ends the claim.
+   */
+  async complete(payload?: unknown, state = "done", o?: CallOptions): Promise<BoardRecord> {
+    if (this.lostErr) throw this.lostErr;
+    this.machine ??= await this.client.getBoard(this.board, this.opts(o));
+    const steps = stepsTo(this.machine, this.board, this.rec.state, state);
+    for (const step of steps.slice(0, -1)) await this.update({ state: step }, o);
+    return this.update({ state, ...(payload !== undefined ? { payload } : {}) }, o);
+  }
+
+  /** complete(payload, "failed"): through running when the machine needs it. */
+  fail(payload?: unknown, state = "failed", o?: CallOptions): Promise<BoardRecord> {
+    return this.complete(payload, state, o);
+  }
+
   /** Stops the heartbeat and leaves the claim to expire (the signal aborts with ClaimEndedError). */
   stop(): void {
     this.finish("ended", new ClaimEndedError());
@@ -235,6 +258,39 @@ export class HeldClaim {
       throw err;
     }
   }
+}
+
+/** Entering state ends a claim: the claim's from state, reclaim_to, or a terminal state. */
+function endsClaim(m: Board, state: string): boolean {
+  return state === m.claim.from || state === m.claim.reclaim_to || m.terminal.includes(state);
+}
+
+/**
+ * The writes that take a claimed record from `from` to `to`: `[to]` when
+ * the machine has the transition, else the shortest chain through states
+ * that keep the claim (["running", "done"] from claimed on the default
+ * board). None: InvalidTransitionError naming the missing step.
+ */
+export function stepsTo(m: Board, board: string, from: string, to: string): string[] {
+  const next = (s: string): string[] => m.transitions[s] ?? [];
+  if (from === to || next(from).includes(to)) return [to];
+  const seen = new Set([from]);
+  const queue: [string, string[]][] = [[from, []]];
+  for (let item = queue.shift(); item !== undefined; item = queue.shift()) {
+    const [state, steps] = item;
+    for (const n of next(state)) {
+      if (n === to) return [...steps, to];
+      if (!seen.has(n) && !endsClaim(m, n)) {
+        seen.add(n);
+        queue.push([n, [...steps, n]]);
+      }
+    }
+  }
+  const allowed = next(from).join(", ") || "none";
+  throw new InvalidTransitionError(409, "invalid_transition",
+    `board ${board}: no path ${from} -> ${to} in its machine that keeps the claim (from ${from} it allows: ${allowed}); ` +
+    `the board's transitions need the missing step ${from} -> ${to} (or a state between them)`,
+    { state: from, to, board });
 }
 
 /** Claims the next record of board and holds it; null when none came within waitMs (204). */

@@ -3,7 +3,7 @@
 
 import { Transport, type CallOptions, type TransportOptions, type Request } from "./http.js";
 import type {
-  AssembleRequest, AssembledPlain, BoardBatch, BoardBatchItem, BoardRecord, Bundle, Caller, Env, ExposureItem, GenericLease,
+  AssembleRequest, AssembledPlain, Board, BoardBatch, BoardBatchItem, BoardRecord, Bundle, Caller, Env, ExposureItem, GenericLease,
   Intent, IntentRef, IntentScope, JSONValue, Lease, List, NewTurn, OpenAIChatBody, PromptConfig, RegisteredIntent, Release,
   Resolved, Session, StateEntry, Version,
 } from "./types.js";
@@ -75,11 +75,133 @@ export interface RecordUpdate {
 
 /** POST /v1/boards/{board}/batches. */
 export interface BatchInput {
-  items: BoardBatchItem[];
+  /** camelCase items (`BatchItemInput`); wire-spelled `BoardBatchItem`s (`expected_revision`, ...) are deprecated but still taken. */
+  items: (BatchItemInput | BoardBatchItem)[];
   /** all_or_nothing (default): a failing item writes nothing (409 batch_rejected); partial writes the others. */
   mode?: "all_or_nothing" | "partial";
   intent?: IntentRef;
   batchFingerprint?: string;
+}
+
+/** POST /v1/agents/{agent}/versions. */
+export type VersionInput = {
+  config: PromptConfig;
+  message?: string;
+  /** Merge over a newer latest (three-way; MergeConflictError on an overlap). */
+  merge?: boolean;
+} & ({
+  /** The version this config was edited from (0 for the first). */
+  baseVersion: number;
+} | {
+  /** @deprecated Use `baseVersion`. */
+  base_version: number;
+});
+
+/** POST /v1/agents/{agent}/envs/{env}/releases. */
+export type ReleaseInput = {
+  /** 0..100, at most 2 decimals. */
+  percent: number;
+  stickiness?: "user" | "session";
+  /** Percent steps (`after`: a Go duration from the previous step), the last may promote. */
+  steps?: { after: string; percent?: number; promote?: boolean }[];
+  message?: string;
+  /** The env pointer's revision (optional). */
+  expectedRevision?: number;
+  /** @deprecated Use `expectedRevision`. */
+  expected_revision?: number;
+  /** Override lists, as the wire's OverridesRequest. */
+  overrides?: Record<string, JSONValue>;
+  /** A guard, as the wire's GuardInput. */
+  guard?: Record<string, JSONValue>;
+} & ({
+  candidateVersion: number;
+} | {
+  /** @deprecated Use `candidateVersion`. */
+  candidate_version: number;
+});
+
+/** A release's pause, resume, promote or rollback. */
+export interface TransitionInput {
+  /** The release's revision (optional: 409 revision_conflict when stale). */
+  expectedRevision?: number;
+  /** @deprecated Use `expectedRevision`. */
+  expected_revision?: number;
+  reason?: string;
+}
+
+/** POST /v1/sessions. */
+export interface SessionInput {
+  agent: string;
+  env: string;
+  sessionId?: string;
+  userId?: string;
+  metadata?: JSONValue;
+  idleTtlMs?: number;
+  /** @deprecated Use `sessionId`. */
+  session_id?: string;
+  /** @deprecated Use `userId`. */
+  user_id?: string;
+  /** @deprecated Use `idleTtlMs`. */
+  idle_ttl_ms?: number;
+}
+
+/** POST /v1/boards/{board}/records. */
+export interface RecordInput {
+  id?: string;
+  payload: unknown;
+  priority?: number;
+  dedupeKey?: string;
+  /** @deprecated Use `dedupeKey`. */
+  dedupe_key?: string;
+}
+
+/** One item of a batch, in the client's camelCase. */
+export type BatchItemInput =
+  | { op: "create"; id?: string; payload: unknown; priority?: number; dedupeKey?: string }
+  | {
+    op: "update"; id: string; expectedRevision: number; payload?: unknown; state?: string;
+    /** A claimed record: the claim's fence. */
+    fence?: number;
+    /** Merge payload over the changes made since expectedRevision (three-way, by JSON path). */
+    merge?: boolean;
+    /** The payload read at expectedRevision (checked against the kept content hash). */
+    basePayload?: unknown;
+  };
+
+/** GET /v1/boards/{board}/records. */
+export interface RecordQuery {
+  state?: string;
+  owner?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+/** GET /v1/sessions. */
+export interface SessionQuery {
+  agent?: string;
+  env?: string;
+  state?: "open" | "closed";
+  limit?: number;
+  cursor?: string;
+}
+
+/** The camelCase option when given, else its deprecated snake_case spelling. */
+function either<T>(camel: T | undefined, snake: T | undefined): T | undefined {
+  return camel !== undefined ? camel : snake;
+}
+
+/** Sets body[key] to v unless v is undefined. */
+function put(body: Record<string, unknown>, key: string, v: unknown): void {
+  if (v !== undefined) body[key] = v;
+}
+
+function batchItem(i: BatchItemInput | BoardBatchItem): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(i)) {
+    if (v === undefined) continue;
+    out[k === "dedupeKey" ? "dedupe_key" : k === "expectedRevision" ? "expected_revision" : k === "basePayload" ? "base_payload" : k] = v;
+  }
+  return out;
 }
 
 const names = (v: string | string[] | undefined): string[] | undefined => (v === undefined ? undefined : typeof v === "string" ? [v] : v);
@@ -99,8 +221,12 @@ export class Client {
   // Versions and envs.
 
   /** Version base_version + 1; a newer latest is VersionConflictError, or with merge: true the three-way merge over it (MergeConflictError on an overlap). */
-  createVersion(agent: string, v: { base_version: number; config: PromptConfig; message?: string; merge?: boolean }, opts?: CallOptions): Promise<Version> {
-    return this.request({ method: "POST", path: `/v1/agents/${seg(agent)}/versions`, body: v, idempotent: true }, opts);
+  createVersion(agent: string, v: VersionInput, opts?: CallOptions): Promise<Version> {
+    // eslint-disable-next-line @typescript-eslint/no-deprecated -- the deprecated spelling, still taken
+    const body: Record<string, unknown> = { base_version: "baseVersion" in v ? v.baseVersion : v.base_version, config: v.config };
+    put(body, "message", v.message);
+    put(body, "merge", v.merge);
+    return this.request({ method: "POST", path: `/v1/agents/${seg(agent)}/versions`, body, idempotent: true }, opts);
   }
   listVersions(agent: string, opts?: CallOptions): Promise<List<Version>> {
     return this.request({ method: "GET", path: `/v1/agents/${seg(agent)}/versions` }, opts);
@@ -142,20 +268,47 @@ export class Client {
   listReleases(agent: string, env: string, opts?: CallOptions): Promise<List<Release>> {
     return this.request({ method: "GET", path: envPath(agent, env) + "/releases" }, opts);
   }
-  createRelease(agent: string, env: string, r: { candidate_version: number; percent: number; stickiness?: "user" | "session"; message?: string; [k: string]: unknown }, opts?: CallOptions): Promise<Release> {
-    return this.request({ method: "POST", path: envPath(agent, env) + "/releases", body: r, idempotent: true }, opts);
+  /** Starts a release of the candidate over the version the env pointer names (admin). */
+  createRelease(agent: string, env: string, r: ReleaseInput, opts?: CallOptions): Promise<Release> {
+    // eslint-disable-next-line @typescript-eslint/no-deprecated -- the deprecated spelling, still taken
+    const body: Record<string, unknown> = { candidate_version: "candidateVersion" in r ? r.candidateVersion : r.candidate_version, percent: r.percent };
+    put(body, "stickiness", r.stickiness);
+    put(body, "steps", r.steps);
+    put(body, "message", r.message);
+    // eslint-disable-next-line @typescript-eslint/no-deprecated -- the deprecated spelling, still taken
+    put(body, "expected_revision", either(r.expectedRevision, r.expected_revision));
+    put(body, "overrides", r.overrides);
+    put(body, "guard", r.guard);
+    return this.request({ method: "POST", path: envPath(agent, env) + "/releases", body, idempotent: true }, opts);
   }
   setReleasePercent(id: string, percent: number, expectedRevision: number, opts?: CallOptions): Promise<Release> {
     return this.request({ method: "PATCH", path: `/v1/releases/${seg(id)}`, body: { percent, expected_revision: expectedRevision } }, opts);
   }
-  transitionRelease(id: string, action: "pause" | "resume" | "promote" | "rollback", body: { expected_revision?: number; reason?: string } = {}, opts?: CallOptions): Promise<Release> {
+  /** running -> paused, paused -> running, running|paused -> promoted | rolled_back (admin). */
+  transitionRelease(id: string, action: "pause" | "resume" | "promote" | "rollback", t: TransitionInput = {}, opts?: CallOptions): Promise<Release> {
+    const body: Record<string, unknown> = {};
+    // eslint-disable-next-line @typescript-eslint/no-deprecated -- the deprecated spelling, still taken
+    put(body, "expected_revision", either(t.expectedRevision, t.expected_revision));
+    put(body, "reason", t.reason);
     return this.request({ method: "POST", path: `/v1/releases/${seg(id)}/${action}`, body }, opts);
   }
 
   // Sessions.
 
-  createSession(s: { agent: string; env: string; session_id?: string; user_id?: string; metadata?: JSONValue; idle_ttl_ms?: number }, opts?: CallOptions): Promise<Session> {
-    return this.request({ method: "POST", path: "/v1/sessions", body: s, idempotent: true }, opts);
+  createSession(s: SessionInput, opts?: CallOptions): Promise<Session> {
+    const body: Record<string, unknown> = { agent: s.agent, env: s.env };
+    // eslint-disable-next-line @typescript-eslint/no-deprecated -- the deprecated spelling, still taken
+    put(body, "session_id", either(s.sessionId, s.session_id));
+    // eslint-disable-next-line @typescript-eslint/no-deprecated -- the deprecated spelling, still taken
+    put(body, "user_id", either(s.userId, s.user_id));
+    put(body, "metadata", s.metadata);
+    // eslint-disable-next-line @typescript-eslint/no-deprecated -- the deprecated spelling, still taken
+    put(body, "idle_ttl_ms", either(s.idleTtlMs, s.idle_ttl_ms));
+    return this.request({ method: "POST", path: "/v1/sessions", body, idempotent: true }, opts);
+  }
+  /** Sessions, newest first. */
+  listSessions(q: SessionQuery = {}, opts?: CallOptions): Promise<List<Session>> {
+    return this.request({ method: "GET", path: "/v1/sessions", query: { agent: q.agent, env: q.env, state: q.state, limit: q.limit, cursor: q.cursor } }, opts);
   }
   getSession(id: string, page: { since?: number; limit?: number } = {}, opts?: CallOptions): Promise<Session> {
     return this.request({ method: "GET", path: `/v1/sessions/${seg(id)}`, query: { since: page.since, limit: page.limit } }, opts);
@@ -203,8 +356,25 @@ export class Client {
 
   // Boards.
 
-  createRecord(board: string, r: { id?: string; payload: unknown; priority?: number; dedupe_key?: string }, opts?: CallOptions): Promise<BoardRecord> {
-    return this.request({ method: "POST", path: `/v1/boards/${seg(board)}/records`, body: r, idempotent: true }, opts);
+  /** The board and its state machine. */
+  getBoard(board: string, opts?: CallOptions): Promise<Board> {
+    return this.request({ method: "GET", path: `/v1/boards/${seg(board)}` }, opts);
+  }
+  /** Defines (expectedRevision 0) or replaces a board's state machine (admin); the definition is the wire's PutBoardRequest. */
+  putBoard(board: string, definition: { states: string[]; initial: string; transitions?: Record<string, string[]>; claim: Record<string, JSONValue>; terminal?: string[]; quota?: Record<string, JSONValue> }, expectedRevision = 0, opts?: CallOptions): Promise<Board> {
+    return this.request({ method: "PUT", path: `/v1/boards/${seg(board)}`, body: { ...definition, expected_revision: expectedRevision } }, opts);
+  }
+  createRecord(board: string, r: RecordInput, opts?: CallOptions): Promise<BoardRecord> {
+    const body: Record<string, unknown> = { payload: r.payload };
+    put(body, "id", r.id);
+    put(body, "priority", r.priority);
+    // eslint-disable-next-line @typescript-eslint/no-deprecated -- the deprecated spelling, still taken
+    put(body, "dedupe_key", either(r.dedupeKey, r.dedupe_key));
+    return this.request({ method: "POST", path: `/v1/boards/${seg(board)}/records`, body, idempotent: true }, opts);
+  }
+  /** A board's records in board order. */
+  listRecords(board: string, q: RecordQuery = {}, opts?: CallOptions): Promise<List<BoardRecord>> {
+    return this.request({ method: "GET", path: `/v1/boards/${seg(board)}/records`, query: { state: q.state, owner: q.owner, limit: q.limit, cursor: q.cursor } }, opts);
   }
   getRecord(board: string, id: string, opts?: CallOptions): Promise<BoardRecord> {
     return this.request({ method: "GET", path: `/v1/boards/${seg(board)}/records/${seg(id)}` }, opts);
@@ -234,7 +404,7 @@ export class Client {
   }
   /** Creates and updates in one transaction, answered with the commit proof. */
   applyBatch(board: string, b: BatchInput, opts?: CallOptions): Promise<BoardBatch> {
-    const body: Record<string, unknown> = { mode: b.mode ?? "all_or_nothing", items: b.items };
+    const body: Record<string, unknown> = { mode: b.mode ?? "all_or_nothing", items: b.items.map(batchItem) };
     if (b.intent !== undefined) body["intent"] = b.intent;
     if (b.batchFingerprint !== undefined) body["batch_fingerprint"] = b.batchFingerprint;
     return this.request({ method: "POST", path: `/v1/boards/${seg(board)}/batches`, body, idempotent: true }, opts);

@@ -108,7 +108,7 @@ export class PromptdCheckpointSaver extends BaseCheckpointSaver {
     if (this.created.has(sessionId)) return;
     // Same id, agent and env: 200 with the existing session; closed or
     // another agent's: 409 session_exists, thrown as SessionExistsError.
-    await this.o.client.createSession({ agent: this.o.agent, env: this.o.env, session_id: sessionId });
+    await this.o.client.createSession({ agent: this.o.agent, env: this.o.env, sessionId });
     this.created.add(sessionId);
   }
 

@@ -292,6 +292,31 @@ export interface BoardRecord {
   updated_at: string;
 }
 
+/** A board's claim rule: a claim moves a record from -> to for ttl_ms; an expired claim goes back to reclaim_to, or to exhausted after max_attempts. */
+export interface BoardClaimRule {
+  from: string;
+  to: string;
+  ttl_ms: number;
+  reclaim_to: string;
+  max_attempts: number;
+  exhausted: string;
+}
+
+/** GET /v1/boards/{board}: a board and its state machine (the default one: pending -> claimed -> running -> done | failed). */
+export interface Board {
+  board: string;
+  revision: number;
+  created_by: string;
+  states: string[];
+  initial: string;
+  transitions: Record<string, string[]>;
+  claim: BoardClaimRule;
+  terminal: string[];
+  quota: { claims_per_minute?: number };
+  created_at: string;
+  updated_at: string;
+}
+
 /** Records of one board an intent covers: ids, and id prefixes (a prefix covers every id it starts). */
 export interface IntentRecordScope {
   board: string;

@@ -5,7 +5,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import {
-  Client, ClaimEndedError, LeaseLostError, StaleFenceError, BoardNotFoundError, claimAndHold, claimLoop, withClaim,
+  Client, ClaimEndedError, LeaseLostError, StaleFenceError, BoardNotFoundError, InvalidTransitionError, claimAndHold, claimLoop, withClaim,
   type HeldClaim,
 } from "../src/index.js";
 import { startPromptd, uniq, RUNTIME_SECRET, type Promptd } from "./harness.js";
@@ -252,4 +252,35 @@ test("claimLoop_overTheQuota_waitsOutRetryAfter_insteadOfRejectingOrSpinning", a
   assert.deepEqual(done, ["r1"]);
   assert.ok(retryAfterMs !== undefined && retryAfterMs >= 1000, "the second claim was answered 429 with Retry-After");
   assert.equal(claims, 2, "the loop slept on Retry-After instead of trying again");
+});
+
+test("HeldClaim_completeFromClaimed_onTheDefaultBoard_stepsThroughRunning_fenced", async () => {
+  const board = uniq("steps");
+  await pd.runtime.createRecord(board, { id: "r1", payload: {} });
+  await pd.runtime.createRecord(board, { id: "r2", payload: {} });
+  const done = await withClaim(pd.runtime, board, { holder: "worker-a" }, async (c) => {
+    assert.equal(c.record.state, "claimed");
+    return c.complete({ ok: true });
+  });
+  assert.equal(done?.state, "done");
+  assert.deepEqual(done?.payload, { ok: true });
+  const failed = await withClaim(pd.runtime, board, { holder: "worker-a" }, (c) => c.fail({ why: "boom" }));
+  assert.equal(failed?.state, "failed");
+  assert.equal((await pd.runtime.getRecord(board, "r2")).state, "failed");
+});
+
+test("HeldClaim_completeWithNoPathInTheMachine_rejectsNamingTheMissingStep", async () => {
+  const board = uniq("nopath");
+  await pd.admin.putBoard(board, {
+    states: ["pending", "claimed", "done", "failed"], initial: "pending",
+    transitions: { pending: ["claimed", "done"], claimed: ["failed", "pending"] },
+    claim: { from: "pending", to: "claimed", exhausted: "failed" }, terminal: ["done", "failed"],
+  });
+  await pd.runtime.createRecord(board, { id: "r1", payload: {} });
+  const out = await withClaim(pd.runtime, board, { holder: "worker-a" }, async (c) => {
+    await assert.rejects(c.complete({ ok: true }), (e: unknown) =>
+      e instanceof InvalidTransitionError && e.message.includes("claimed -> done") && e.fields["state"] === "claimed");
+    return c.fail();
+  });
+  assert.equal(out?.state, "failed");
 });

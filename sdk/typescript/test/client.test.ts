@@ -28,7 +28,7 @@ test("Client_problemJson_isTypedErrorPerCode", async () => {
     (e: unknown) => e instanceof MissingVariableError && e.status === 422 && e.fields.variable === "persona",
   );
   await assert.rejects(
-    pd.admin.createVersion(agent, { base_version: 0, config: { system: "x" } }),
+    pd.admin.createVersion(agent, { baseVersion: 0, config: { system: "x" } }),
     (e: unknown) => e instanceof VersionConflictError && e instanceof PromptdError && typeof e.fields.latest_version === "number",
   );
 });
@@ -46,7 +46,7 @@ test("Client_writeWhoseAnswerIsLost_isRetriedWithTheSameIdempotencyKey_andApplie
     if (calls === 1) { await res.text(); throw new TypeError("fetch failed (simulated lost answer)"); }
     return res;
   };
-  const s = await pd.runtime.createSession({ agent, env, session_id: uniq("idem") });
+  const s = await pd.runtime.createSession({ agent, env, sessionId: uniq("idem") });
   const c = new Client({ baseUrl: pd.url, token: RUNTIME_SECRET, fetch: lossy, maxRetryWaitMs: 20 });
   const out = await c.appendTurns(s.session_id, [{ role: "user", content: "hi" }], { expectedRevision: 0 });
   assert.equal(calls, 2);
@@ -74,7 +74,7 @@ test("Client_abortSignal_cancelsTheCall", async () => {
 });
 
 test("appendOptimistic_whenAnotherWriterAppendsFirst_rereadsAndAppends", async () => {
-  const s = await pd.runtime.createSession({ agent, env, session_id: uniq("opt") });
+  const s = await pd.runtime.createSession({ agent, env, sessionId: uniq("opt") });
   const seen: number[] = [];
   const out = await appendOptimistic(pd.runtime, s.session_id, async (cur) => {
     seen.push(cur.revision);
@@ -91,7 +91,7 @@ test("appendOptimistic_whenAnotherWriterAppendsFirst_rereadsAndAppends", async (
 });
 
 test("withSessionLease_writesCarryTheFence_andTheLeaseIsFreedAtTheEnd", async () => {
-  const s = await pd.runtime.createSession({ agent, env, session_id: uniq("lease") });
+  const s = await pd.runtime.createSession({ agent, env, sessionId: uniq("lease") });
   const fence = await withSessionLease(pd.runtime, s.session_id, "worker-a", { ttlMs: 1000 }, async (lease) => {
     await lease.appendTurns([{ role: "user", content: "fenced" }], 0);
     // An unfenced write while the lease is held is refused.
@@ -109,7 +109,7 @@ test("withSessionLease_writesCarryTheFence_andTheLeaseIsFreedAtTheEnd", async ()
 });
 
 test("withSessionLease_whenPreempted_abortsTheSignal_rejectsWritesWithoutACall_andRejectsLeaseLost", async () => {
-  const s = await pd.runtime.createSession({ agent, env, session_id: uniq("lost") });
+  const s = await pd.runtime.createSession({ agent, env, sessionId: uniq("lost") });
   let calls = 0;
   const counting: typeof fetch = (input, init) => { calls++; return fetch(input, init); };
   const c = new Client({ baseUrl: pd.url, token: RUNTIME_SECRET, fetch: counting });
@@ -131,7 +131,7 @@ test("withSessionLease_whenPreempted_abortsTheSignal_rejectsWritesWithoutACall_a
 });
 
 test("HeldLease_staleFenceAnswer_marksTheLeaseLost", async () => {
-  const s = await pd.runtime.createSession({ agent, env, session_id: uniq("stale") });
+  const s = await pd.runtime.createSession({ agent, env, sessionId: uniq("stale") });
   await assert.rejects(withSessionLease(pd.runtime, s.session_id, "worker-a", { ttlMs: 30_000 }, async (lease, signal) => {
     await pd.runtime.acquireSessionLease(s.session_id, { holder: "worker-b", mode: "preempt" });
     // The keepalive will not notice for 10 s; the write itself is refused by the server.

@@ -38,7 +38,7 @@ test("LocalPrompts_onInstanceB_seesPointerSwitchPercentChangeAndRollbackMadeOnA"
   const agent = "cluster";
   const env = "prod";
   const v1 = await publish(a.admin, agent, env, { system: "v1" });
-  const v2 = (await a.admin.createVersion(agent, { base_version: v1, config: { system: "v2" } })).version;
+  const v2 = (await a.admin.createVersion(agent, { baseVersion: v1, config: { system: "v2" } })).version;
   const lp = await new LocalPrompts({ client: b.runtime, agents: [agent], exposures: false, pollMs: 60_000 }).start();
   cleanup.push(() => lp.close());
   const until = (pred: (e: BundleEnv | undefined) => boolean): Promise<void> => new Promise((res, rej) => {
@@ -52,14 +52,14 @@ test("LocalPrompts_onInstanceB_seesPointerSwitchPercentChangeAndRollbackMadeOnA"
   assert.equal((await lp.resolve(agent, env, { userId: "u" })).version, v2);
 
   seen = until((e) => e?.release?.basis_points === 1000);
-  const rel = await a.admin.createRelease(agent, env, { candidate_version: v1, percent: 10 });
+  const rel = await a.admin.createRelease(agent, env, { candidateVersion: v1, percent: 10 });
   await seen;
   seen = until((e) => e?.release?.basis_points === 6000);
   await a.admin.setReleasePercent(rel.id, 60, rel.revision);
   await seen;
 
   seen = until((e) => e?.release === null && e.revoked.includes(v1));
-  await a.admin.transitionRelease(rel.id, "rollback", { expected_revision: (await a.admin.getRelease(rel.id)).revision, reason: "test" });
+  await a.admin.transitionRelease(rel.id, "rollback", { expectedRevision: (await a.admin.getRelease(rel.id)).revision, reason: "test" });
   await seen;
   for (let i = 0; i < 50; i++) assert.equal((await lp.resolve(agent, env, { userId: `u${i}` })).version, v2, "rolled back: everyone on the baseline");
 });

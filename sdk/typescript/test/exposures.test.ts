@@ -16,8 +16,8 @@ const config = (tag: string) => ({ system: `You are ${tag}.` });
 test("LocalPrompts_exposures_afterNLocalResolves_matchWhatWasResolved", async () => {
   const agent = uniq("lp-exp");
   const v1 = await publish(pd.admin, agent, env, config("v1"));
-  const v2 = (await pd.admin.createVersion(agent, { base_version: v1, config: config("v2") })).version;
-  const rel = await pd.admin.createRelease(agent, env, { candidate_version: v2, percent: 50, stickiness: "user" });
+  const v2 = (await pd.admin.createVersion(agent, { baseVersion: v1, config: config("v2") })).version;
+  const rel = await pd.admin.createRelease(agent, env, { candidateVersion: v2, percent: 50, stickiness: "user" });
   const lp = await new LocalPrompts({ client: pd.runtime, agents: [agent], exposureFlushMs: 0 }).start();
   const want = new Map<string, number>();
   const N = 3333; // with the Go client's 3,334 and the Python SDK's 3,333: 10,000

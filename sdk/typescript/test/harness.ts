@@ -86,7 +86,7 @@ export async function startPromptd(vars: Record<string, string> = {}): Promise<P
 export async function publish(admin: Client, agent: string, env: string, config: PromptConfig): Promise<number> {
   let base = 0;
   try { base = (await admin.listVersions(agent)).items[0]?.version ?? 0; } catch { base = 0; }
-  const v = await admin.createVersion(agent, { base_version: base, config, message: "test" });
+  const v = await admin.createVersion(agent, { baseVersion: base, config, message: "test" });
   let rev = 0;
   try { rev = (await admin.getEnv(agent, env)).revision; } catch { rev = 0; }
   await admin.putEnv(agent, env, v.version, rev);

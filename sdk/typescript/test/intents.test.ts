@@ -238,16 +238,16 @@ test("WriteUnderAnIntent_outsideItsScope_rejectsWithOutsideIntent_andAfterReleas
 test("Merge_versionCreateFromAStaleBase_keepsBothChanges_orRejectsWithTheConflictingPaths", async () => {
   const agent = uniq("support");
   const config: PromptConfig = { system: "You are {{persona}}.", variables: { persona: { default: "Ada" } }, memory: ["Prefers email."], model: { name: "gpt-4o", temperature: 0.2 } };
-  await pd.admin.createVersion(agent, { base_version: 0, config });
-  const theirs = await pd.admin.createVersion(agent, { base_version: 1, config: { ...config, model: { name: "gpt-4o", temperature: 0.7 } } });
+  await pd.admin.createVersion(agent, { baseVersion: 0, config });
+  const theirs = await pd.admin.createVersion(agent, { baseVersion: 1, config: { ...config, model: { name: "gpt-4o", temperature: 0.7 } } });
   const ours: PromptConfig = { ...config, memory: ["Prefers phone."] };
-  await assert.rejects(pd.admin.createVersion(agent, { base_version: 1, config: ours }), VersionConflictError);
-  const merged = await pd.admin.createVersion(agent, { base_version: 1, config: ours, merge: true });
+  await assert.rejects(pd.admin.createVersion(agent, { baseVersion: 1, config: ours }), VersionConflictError);
+  const merged = await pd.admin.createVersion(agent, { baseVersion: 1, config: ours, merge: true });
   assert.equal(merged.version, theirs.version + 1);
-  assert.deepEqual(merged.merge, { base_version: 1, theirs_version: theirs.version });
+  assert.deepEqual(merged.merge, { baseVersion: 1, theirs_version: theirs.version });
   assert.deepEqual(merged.config.model, { name: "gpt-4o", temperature: 0.7 });
   assert.deepEqual(merged.config.memory, ["Prefers phone."]);
-  const err = await pd.admin.createVersion(agent, { base_version: 1, merge: true, config: { ...config, model: { name: "gpt-4o", temperature: 0.1 } } })
+  const err = await pd.admin.createVersion(agent, { baseVersion: 1, merge: true, config: { ...config, model: { name: "gpt-4o", temperature: 0.1 } } })
     .then(() => assert.fail("merged"), (e: unknown) => e);
   assert.ok(err instanceof MergeConflictError, String(err));
   assert.equal(err.fields.latest_version, merged.version);

@@ -44,8 +44,8 @@ const config = (tag: string) => ({
 test("LocalPrompts_afterWarmUp_resolvesAndAssemblesLikeTheServer_withNoNetworkCall", async () => {
   const agent = uniq("lp-eq");
   const v1 = await publish(pd.admin, agent, env, config("v1"));
-  const v2 = (await pd.admin.createVersion(agent, { base_version: v1, config: config("v2") })).version;
-  await pd.admin.createRelease(agent, env, { candidate_version: v2, percent: 37.5, stickiness: "user" });
+  const v2 = (await pd.admin.createVersion(agent, { baseVersion: v1, config: config("v2") })).version;
+  await pd.admin.createRelease(agent, env, { candidateVersion: v2, percent: 37.5, stickiness: "user" });
   const c = counting();
   const lp = await new LocalPrompts({ client: new Client({ baseUrl: pd.url, token: RUNTIME_SECRET, fetch: c.fetch }), agents: [agent], exposures: false }).start();
   try {
@@ -82,7 +82,7 @@ test("LocalPrompts_pointerSwitch_arrivesOverTheStream", async () => {
   try {
     for (let i = 0; i < 50 && !lp.streaming; i++) await new Promise((r) => setTimeout(r, 20));
     assert.ok(lp.streaming, "stream up");
-    const v2 = (await pd.admin.createVersion(agent, { base_version: v1, config: config("v2") })).version;
+    const v2 = (await pd.admin.createVersion(agent, { baseVersion: v1, config: config("v2") })).version;
     const seen = waitFor(lp, (b) => b.agents[agent]?.envs[env]?.version === v2);
     const rev = (await pd.admin.getEnv(agent, env)).revision;
     const t0 = performance.now();

@@ -53,7 +53,7 @@ test("openai_realAssembledBodies_areAcceptedByTheOpenAIPackagesRequestType_andTh
     model: { name: "gpt-4o", temperature: 0.2, max_completion_tokens: 256 },
     variables: { persona: { required: true }, company: { default: "ACME" }, refund_days: { default: "30" } },
   });
-  const s = await pd.runtime.createSession({ agent: full, env: "prod", session_id: uniq("oa-s"), user_id: "u-1" });
+  const s = await pd.runtime.createSession({ agent: full, env: "prod", sessionId: uniq("oa-s"), userId: "u-1" });
   await pd.runtime.appendTurns(s.session_id, [
     { role: "user", content: "Where is order 42?" },
     { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "lookup_order", arguments: "{\"id\":\"42\"}" } }] },
