@@ -119,7 +119,7 @@ type Config struct {
 	// this are deleted (a running or paused release's, never).
 	ExposureRetention time.Duration
 	OutcomeRetention  time.Duration
-	// The web console at /ui/ (README, Web console): on by default; its
+	// The web console at /ui/ (docs/console.md): on by default; its
 	// logins last ConsoleSessionTTL; ConsoleSecureCookie marks the cookie
 	// Secure on every login.
 	Console             bool
@@ -143,7 +143,8 @@ func loadConfig(getenv func(string) string) (Config, error) {
 // readConfig is the configuration table: each variable is read once, by
 // one call that names it, its default, its parser (the method) and its
 // meaning. `promptd -h`, the list of variables promptd reads and the
-// README's table (checked by a test) all come from it (configTable).
+// table of docs/configuration.md (checked by a test) all come from it
+// (configTable).
 func readConfig(e *envReader) (Config, error) {
 	c := Config{
 		Addr:             e.str("PROMPTD_ADDR", defaultAddr, "listen address (:0 picks a port; the log says which)"),

@@ -62,5 +62,6 @@ configure tracing (off when unset). README.md explains each at length.
 	}
 }
 
-// docDefault is a README default cell as `promptd -h` prints it.
+// docDefault is a default cell of docs/configuration.md's table as
+// `promptd -h` prints it.
 func docDefault(cell string) string { return strings.ReplaceAll(cell, "`", "") }

@@ -8,8 +8,8 @@ import (
 	"github.com/promptd/promptd/internal/slowloris"
 )
 
-// The CI-sized run of `promptbench slowloris` (README: the 20,000
-// connection run): 2,000 slow or idle connections against promptd with
+// The CI-sized run of `promptbench slowloris` (docs/benchmarks.md: the
+// 20,000 connection run): 2,000 slow or idle connections against promptd with
 // short timeouts. /healthz must answer within 1s throughout, and the
 // server must close every connection within its timeout plus slack.
 func TestMain_manySlowConnections_healthzAnswers_andAllAreClosed(t *testing.T) {

@@ -1,4 +1,4 @@
-// Command runtime is the Go runtime quick start of the README: it resolves
+// Command runtime is the Go runtime of docs/sdk-go.md: it resolves
 // and assembles prompts locally from promptd's bundle, then appends a turn
 // to a session under its lease. RT is a runtime token.
 package main

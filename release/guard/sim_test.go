@@ -13,7 +13,7 @@ import (
 // the first half of the run and 50 % after (two percent periods), and the
 // guard is evaluated after every second, as a continuously watching
 // evaluator would. PROMPTD_GUARD_SIM_FULL=1 runs the long variants
-// (1,000 A/A runs of an hour each) the README's figures come from.
+// (1,000 A/A runs of an hour each) the figures of docs/guarded-releases.md come from.
 
 const perSecond = 50
 

@@ -34,7 +34,7 @@ func rssKiB(pid int) int64 {
 // RSS). Figures are logged, not asserted (a shared machine); every
 // subscriber must receive every switch, within 5 s.
 // PROMPTD_FEED_SWITCHES sets the number of switches (default 200; the
-// README's figures use 1000).
+// figures of docs/change-feed.md use 1000).
 func TestE2E_feed_propagation(t *testing.T) {
 	switches := 200
 	if v, err := strconv.Atoi(os.Getenv("PROMPTD_FEED_SWITCHES")); err == nil && v > 0 {

@@ -4,6 +4,7 @@
 // sideways, unless allowed), on a shipped package that imports the test
 // harness, and on a package outside the transport that imports Echo.
 //
-// The README's "Packages" section describes the layers; a new package
-// needs its layer in layers.go, or the test fails until it has one.
+// docs/architecture.md ("Packages and the layering rule") describes the
+// layers; a new package needs its layer in layers.go, or the test fails
+// until it has one.
 package layering
