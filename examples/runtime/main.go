@@ -1,6 +1,14 @@
 // Command runtime is the Go runtime of docs/sdk-go.md: it resolves
 // and assembles prompts locally from promptd's bundle, then appends a turn
-// to a session under its lease. RT is a runtime token.
+// to a session under its lease.
+//
+// Environment:
+//
+//	PROMPTD_URL    promptd's base URL (default http://127.0.0.1:8080, where
+//	               promptd listens by default)
+//	PROMPTD_TOKEN  a runtime token (RT, its former name, is still read)
+//
+//	PROMPTD_URL=http://127.0.0.1:8080 PROMPTD_TOKEN=$(grep '^runtime:' data/tokens | cut -d: -f3) go run ./examples/runtime
 package main
 
 import (
@@ -8,14 +16,39 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/promptd/promptd/api/client"
 	"github.com/promptd/promptd/bundle"
 )
 
+// DefaultURL is promptd's address when PROMPTD_URL is unset: the
+// address promptd listens on by default (PROMPTD_ADDR 127.0.0.1:8080).
+const DefaultURL = "http://127.0.0.1:8080"
+
+// settings reads promptd's base URL (PROMPTD_URL, without a trailing
+// slash; DefaultURL when unset) and the runtime token (PROMPTD_TOKEN, or
+// RT, the name this example read before) through getenv.
+func settings(getenv func(string) string) (url, token string) {
+	url = strings.TrimRight(getenv("PROMPTD_URL"), "/")
+	if url == "" {
+		url = DefaultURL
+	}
+	token = getenv("PROMPTD_TOKEN")
+	if token == "" {
+		token = getenv("RT")
+	}
+	return url, token
+}
+
 func main() {
 	ctx := context.Background()
-	rt := client.New("http://127.0.0.1:8080", os.Getenv("RT"))
+	url, token := settings(os.Getenv)
+	if token == "" {
+		fmt.Fprintln(os.Stderr, "runtime: set PROMPTD_TOKEN to a runtime token (and PROMPTD_URL, default "+DefaultURL+")")
+		os.Exit(2)
+	}
+	rt := client.New(url, token)
 
 	// One bundle fetch, then every resolve and assemble is local (the
 	// change feed keeps it current; bundle.json serves a cold start while
