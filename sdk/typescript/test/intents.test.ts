@@ -244,7 +244,7 @@ test("Merge_versionCreateFromAStaleBase_keepsBothChanges_orRejectsWithTheConflic
   await assert.rejects(pd.admin.createVersion(agent, { baseVersion: 1, config: ours }), VersionConflictError);
   const merged = await pd.admin.createVersion(agent, { baseVersion: 1, config: ours, merge: true });
   assert.equal(merged.version, theirs.version + 1);
-  assert.deepEqual(merged.merge, { baseVersion: 1, theirs_version: theirs.version });
+  assert.deepEqual(merged.merge, { base_version: 1, theirs_version: theirs.version });
   assert.deepEqual(merged.config.model, { name: "gpt-4o", temperature: 0.7 });
   assert.deepEqual(merged.config.memory, ["Prefers phone."]);
   const err = await pd.admin.createVersion(agent, { baseVersion: 1, merge: true, config: { ...config, model: { name: "gpt-4o", temperature: 0.1 } } })
