@@ -7,7 +7,7 @@ const promptd = new Client({ baseUrl: url, token: process.env.PROMPTD_TOKEN });
 
 const agent = `support-${Date.now()}`;
 const v = await admin.createVersion(agent, {
-  base_version: 0, message: "first",
+  baseVersion: 0, message: "first",
   config: {
     system: "You are {{persona}} for {{company}}.",
     variables: { persona: { required: true }, company: { default: "ACME" } },
@@ -19,7 +19,7 @@ await admin.putEnv(agent, "prod", v.version, 0);
 const { body, promptdVersion } = await promptd.assemble(agent, "prod", { userId: "u-1", variables: { persona: "Ada" } });
 console.log(promptdVersion, JSON.stringify(body.messages));
 
-const s = await promptd.createSession({ agent, env: "prod", user_id: "u-1" });
+const s = await promptd.createSession({ agent, env: "prod", userId: "u-1" });
 await withSessionLease(promptd, s.session_id, "worker-1", { ttlMs: 5000 }, async (lease) => {
   await lease.appendTurns([{ role: "user", content: "Where is my order?" }], 0);
   // Someone takes the session over: our next write is refused.

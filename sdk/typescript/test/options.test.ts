@@ -90,3 +90,20 @@ test("lists_recordsAndSessions", async () => {
   const s = await c.createSession({ agent, env: "prod" });
   assert.deepEqual((await c.listSessions({ agent, state: "open" })).items.map((x) => x.session_id), [s.session_id]);
 });
+
+test("releases_startRampPauseResumePromote_getAndList", async () => {
+  const { c } = recording();
+  const agent = uniq("rel");
+  const v1 = await c.createVersion(agent, { baseVersion: 0, config: { system: "one" } });
+  await c.putEnv(agent, "prod", v1.version, 0);
+  const v2 = await c.createVersion(agent, { baseVersion: v1.version, config: { system: "two" } });
+  const rel = await c.createRelease(agent, "prod", { candidateVersion: v2.version, percent: 10, stickiness: "user" });
+  const ramped = await c.setReleasePercent(rel.id, 50, rel.revision);
+  assert.equal(ramped.percent, 50);
+  assert.equal((await c.transitionRelease(rel.id, "pause", { expectedRevision: ramped.revision, reason: "watch" })).state, "paused");
+  assert.equal((await c.transitionRelease(rel.id, "resume")).state, "running");
+  assert.equal((await c.transitionRelease(rel.id, "promote")).state, "promoted");
+  assert.equal((await c.getRelease(rel.id)).state, "promoted");
+  assert.deepEqual((await c.listReleases(agent, "prod")).items.map((r) => r.id), [rel.id]);
+  assert.equal((await c.getEnv(agent, "prod")).version, v2.version);
+});
