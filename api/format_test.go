@@ -126,8 +126,9 @@ func TestAssemble_format_whenQueryAndBodyDiffer_is400(t *testing.T) {
 	if rec := a.do("POST", path+"?format=openai", runtime, `{"format": "openai", "variables": {"persona": "x"}}`); rec.Code != 200 {
 		t.Errorf("same format twice: %d %s", rec.Code, rec.Body)
 	}
-	// No model name: the openai shape cannot be made.
-	a.ok(a.do("POST", "/v1/agents/other/versions", admin, `{"base_version": 0, "config": {"system": "s", "model": {"temperature": 1}}}`), 201)
+	// No model: the openai shape cannot be made. (A model without name is
+	// refused at publish: TestCreateVersion_chatTemplateAndModelKeys_areValidated.)
+	a.ok(a.do("POST", "/v1/agents/other/versions", admin, `{"base_version": 0, "config": {"system": "s"}}`), 201)
 	a.publish("other", "prod", 1, 0)
 	p = problem(t, a.do("POST", "/v1/agents/other/envs/prod/assemble?format=openai", runtime, `{}`), 422, "invalid_config")
 	if p["field"] != "config.model.name" {
@@ -143,6 +144,9 @@ func TestCreateVersion_chatTemplateAndModelKeys_areValidated(t *testing.T) {
 		`{"system": "s", "model": {"name": "m", "tools": []}}`:                   "config.model.tools",
 		`{"system": "s", "model": {"name": "m", "model": "x"}}`:                  "config.model.model",
 		`{"system": "s", "model": {"name": 4}}`:                                  "config.model.name",
+		`{"system": "s", "model": {"temperature": 1}}`:                           "config.model.name",
+		`{"system": "s", "model": {"name": "m", "temprature": 1}}`:               "config.model.temprature",
+		`{"system": "s", "model": {"name": "m", "extra": {"stream": true}}}`:     "config.model.extra.stream",
 		`{"system": "s", "messages": [{"role": "tool", "content": "x"}]}`:        "config.messages[0].role",
 		`{"system": "s", "messages": [{"role": "user"}]}`:                        "config.messages[0].content",
 		`{"system": "s", "messages": [{"role": "user", "content": 1}]}`:          "config.messages",

@@ -125,8 +125,9 @@ func (a *Assembled) openAI() ([]byte, error) {
 }
 
 // openAIHead is `{"model":"<model.name>"` and the model's other keys at
-// the top level, sorted, values as written; a model without a name, or
-// with a key the body sets itself, is invalid_config.
+// the top level, sorted, values as written, model.extra's keys among them;
+// a model without a name, or with a key the body sets itself, is
+// invalid_config.
 func openAIHead(modelJSON json.RawMessage) ([]byte, error) {
 	var model map[string]json.RawMessage
 	if len(modelJSON) > 0 && modelJSON[0] == '{' {
@@ -141,6 +142,21 @@ func openAIHead(modelJSON json.RawMessage) ([]byte, error) {
 	for _, k := range ReservedModelKeys {
 		if _, ok := model[k]; ok {
 			return nil, invalid(CodeInvalidConfig, "config.model."+k, "model may not set %s in the openai format", k)
+		}
+	}
+	// model.extra's keys go to the top level beside the others (a
+	// provider's own parameters); the rest as written.
+	var extra map[string]json.RawMessage
+	if raw, ok := model["extra"]; ok {
+		if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &extra) != nil {
+			return nil, invalid(CodeInvalidConfig, "config.model.extra", "model.extra must be an object")
+		}
+		if err := checkExtra(model, extra); err != nil {
+			return nil, err
+		}
+		delete(model, "extra")
+		for k, v := range extra {
+			model[k] = v
 		}
 	}
 	keys := make([]string, 0, len(model))

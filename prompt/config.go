@@ -59,8 +59,8 @@ var ReservedModelKeys = []string{"messages", "model", "stream", "tools"}
 
 // ParseConfig validates a raw config document, as a version create does,
 // and returns it with its canonical JSON. Every placeholder must be
-// declared in variables; model may not hold the reserved keys and its
-// name, when given, is a non-empty string.
+// declared in variables; model, when given, has a non-empty name, may not
+// hold the reserved keys, and holds only ModelKeys besides name and extra.
 func ParseConfig(raw []byte) (*Config, []byte, error) {
 	c, canon, err := parse(raw)
 	if err != nil {
@@ -273,8 +273,9 @@ func (c *Config) checkMessages(raw json.RawMessage) error {
 	return nil
 }
 
-// checkModel refuses the keys the OpenAI shape owns inside model and a
-// name that is not a non-empty string.
+// checkModel refuses the keys the OpenAI shape owns inside model, a model
+// without a name or whose name is not a non-empty string, and keys that
+// are neither known model keys nor under model.extra (checkModelKeys).
 func (c *Config) checkModel() error {
 	if c.Model == nil {
 		return nil
@@ -288,13 +289,15 @@ func (c *Config) checkModel() error {
 			return invalid(CodeInvalidConfig, "config.model."+k, "model may not set %s: promptd assembles it", k)
 		}
 	}
-	if raw, ok := m["name"]; ok {
-		var name string
-		if err := json.Unmarshal(raw, &name); err != nil || name == "" {
-			return invalid(CodeInvalidConfig, "config.model.name", "model.name must be a non-empty string")
-		}
+	raw, ok := m["name"]
+	if !ok {
+		return invalid(CodeInvalidConfig, "config.model.name", "model.name is required when model is set (the openai format sends it as the request's model)")
 	}
-	return nil
+	var name string
+	if err := json.Unmarshal(raw, &name); err != nil || name == "" {
+		return invalid(CodeInvalidConfig, "config.model.name", "model.name must be a non-empty string")
+	}
+	return checkModelKeys(m)
 }
 
 // ContentHash is a config's content_hash: "sha256:" + hex of its

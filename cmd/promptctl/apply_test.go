@@ -15,7 +15,7 @@ func TestApply_twiceWithNoChange_secondCreatesNothing(t *testing.T) {
 	s := startPromptd(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "support.yaml", promptYAML("support", "You are helpful."))
-	writeFile(t, dir, "billing.json", `{"agent": "billing", "config": {"system": "You bill.", "model": {"temperature": 0.20}}}`)
+	writeFile(t, dir, "billing.json", `{"agent": "billing", "config": {"system": "You bill.", "model": {"name": "gpt-4o", "temperature": 0.20}}}`)
 
 	r := s.ctl(t, "apply", "-f", dir)
 	if r.code != exitOK || !strings.Contains(r.stdout, "2 created, 0 unchanged") {

@@ -123,8 +123,28 @@ export function assembleOpenAI(p: Picked, variables?: Readonly<Record<string, un
     }
   }
   // {"model": name, the other model keys sorted, "messages", "tools"?}: the server's key order.
+  // model.extra holds a provider's own keys: they go to the top level,
+  // sorted with the others; one that is reserved or repeats a key set
+  // beside it is refused, as the server does.
+  const keys: Record<string, unknown> = {};
+  for (const k of Object.keys(model)) if (k !== "name" && k !== "extra") keys[k] = model[k];
+  if (Object.prototype.hasOwnProperty.call(model, "extra")) {
+    const extra: unknown = model.extra;
+    if (typeof extra !== "object" || extra === null || Array.isArray(extra)) {
+      throw new InvalidConfigError(422, "invalid_config", "model.extra must be an object", { field: "config.model.extra" });
+    }
+    for (const k of Object.keys(extra).sort()) {
+      if (["model", "messages", "tools", "stream", "name", "extra"].includes(k)) {
+        throw new InvalidConfigError(422, "invalid_config", `model.extra may not set ${k}: promptd assembles it`, { field: `config.model.extra.${k}` });
+      }
+      if (Object.prototype.hasOwnProperty.call(model, k)) {
+        throw new InvalidConfigError(422, "invalid_config", `model.extra.${k} would shadow model.${k}: set it once`, { field: `config.model.extra.${k}` });
+      }
+      keys[k] = (extra as Record<string, unknown>)[k];
+    }
+  }
   const body = { model: model.name } as OpenAIChatBody & Record<string, unknown>;
-  for (const k of Object.keys(model).filter((k) => k !== "name").sort()) body[k] = model[k];
+  for (const k of Object.keys(keys).sort()) body[k] = keys[k];
   body.messages = messages(p.config, vars).map((m): OpenAIMessage => ({ role: m.role, content: m.content }) as OpenAIMessage);
   if (p.config.tools && p.config.tools.length > 0) body.tools = p.config.tools;
   return body;

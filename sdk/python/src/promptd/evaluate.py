@@ -391,10 +391,25 @@ def _openai(model: Any, messages: list[dict[str, Any]], tools: list[Any]) -> dic
     for k in _RESERVED_MODEL_KEYS:
         if k in m:
             raise _err("invalid_config", 422, f"model may not set {k} in the openai format", field=f"config.model.{k}")
+    # model.extra holds a provider's own keys: they go to the top level,
+    # sorted with the others; one that is reserved or repeats a key set
+    # beside it is refused, as the server does.
+    keys: dict[str, Any] = {k: v for k, v in m.items() if k not in ("name", "extra")}
+    if "extra" in m:
+        extra = m["extra"]
+        if not isinstance(extra, Mapping):
+            raise _err("invalid_config", 422, "model.extra must be an object", field="config.model.extra")
+        for k in sorted(extra):
+            if k in _RESERVED_MODEL_KEYS or k in ("name", "extra"):
+                raise _err("invalid_config", 422, f"model.extra may not set {k}: promptd assembles it",
+                           field=f"config.model.extra.{k}")
+            if k in m:
+                raise _err("invalid_config", 422, f"model.extra.{k} would shadow model.{k}: set it once",
+                           field=f"config.model.extra.{k}")
+            keys[k] = extra[k]
     body: dict[str, Any] = {"model": name}
-    for k in sorted(m):
-        if k != "name":
-            body[k] = m[k]
+    for k in sorted(keys):
+        body[k] = keys[k]
     body["messages"] = messages
     if tools:
         body["tools"] = tools
