@@ -16,7 +16,7 @@ import (
 // Every variable promptd reads has a line in `promptd -h`, and the
 // configuration table of the docs (docs/configuration.md) names the same
 // variables with the same defaults.
-func TestConfigDocs_everyVariable_inHelpAndReadmeWithTheSameDefault(t *testing.T) {
+func TestConfigDocs_everyVariable_inHelpAndTheDocsTableWithTheSameDefault(t *testing.T) {
 	readme, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
