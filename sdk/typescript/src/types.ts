@@ -11,8 +11,10 @@ export interface FunctionTool {
 export interface ModelConfig {
   name?: string;
   temperature?: number;
-  top_p?: number;
-  max_completion_tokens?: number;
+  top_p?: number | null;
+  max_completion_tokens?: number | null;
+  /** A provider's own keys: format=openai puts them at the top level of the request. */
+  extra?: Record<string, JSONValue>;
   [key: string]: unknown;
 }
 

@@ -40,6 +40,15 @@ interface NotAShape {
 const LISTS = ["VersionList", "ReleaseList"]; // what List<T> is used for (client.ts)
 const MODEL_KEYS = "the config's pass-through model keys (ModelSettings keeps any), typed for convenience";
 
+/** ModelConfig's named members; ModelSettings' other request fields pass through its index signature. */
+const MODEL_NAMED = new Set(["name", "temperature", "top_p", "max_completion_tokens", "extra"]);
+function modelPassThrough(): Record<string, string> {
+  const schemas = (loadSpec()["components"] as Node)["schemas"] as Node;
+  const props = Object.keys((schemas["ModelSettings"] as Node)["properties"] ?? {});
+  return Object.fromEntries(props.filter((k) => !MODEL_NAMED.has(k))
+    .map((k) => [k, "a request field of ModelSettings the type passes through its index signature instead of naming it"]));
+}
+
 const MIRRORS: Record<string, Mirror | NotAShape> = {
   JSONValue: { notAShape: "any JSON value" },
   FunctionTool: {
@@ -47,7 +56,7 @@ const MIRRORS: Record<string, Mirror | NotAShape> = {
     optional: { function: "a function tool has its function; Tool also admits other tool types, without one" },
   },
   "FunctionTool.function": { schemas: ["FunctionDefinition"] },
-  ModelConfig: { schemas: ["ModelSettings"], clientOnly: { top_p: MODEL_KEYS, max_completion_tokens: MODEL_KEYS } },
+  ModelConfig: { schemas: ["ModelSettings"], notCarried: modelPassThrough() },
   PromptConfig: { schemas: ["PromptConfig"] },
   "PromptConfig.skills[]": { schemas: ["Skill"] },
   "PromptConfig.messages[]": { schemas: ["TemplateMessage"] },
