@@ -82,7 +82,8 @@ class Assembled:
     "temperature": 0.2, ...}`` as written, None when it has none), the same
     for both formats: for ``format="openai"`` they are read back from the
     body (``model`` is its ``model`` as ``name`` plus the other top-level
-    keys promptd put there)."""
+    keys promptd put there; a provider's keys under ``model.extra`` are
+    among them, flat, since the openai body does not say which they were)."""
 
     format: str
     body: dict[str, Any]
