@@ -113,14 +113,36 @@ func (s *Server) handleListTokens(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := list[tokenResponse]{Items: make([]tokenResponse, len(toks))}
+	out := tokenList{Items: make([]tokenResponse, len(toks)), Bootstrap: make([]bootstrapToken, len(s.bootstrap))}
 	for i, t := range toks {
 		out.Items[i] = tokenBody(t)
 	}
 	if next > 0 {
 		out.Next = cursor(strconv.FormatInt(next, 10))
 	}
+	for i, t := range s.bootstrap {
+		out.Bootstrap[i] = bootstrapToken{Name: t.Name, Role: t.Role, Principal: t.Principal, Source: "PROMPTD_TOKENS"}
+	}
 	return s.send(c, http.StatusOK, out)
+}
+
+// tokenList is the answer of GET /v1/tokens: a page of managed tokens,
+// and (the same on every page) the bootstrap set, which lives in
+// promptd's configuration, not in SQL, so an admin reading the list sees
+// every token that can act, never a secret.
+type tokenList struct {
+	Items     []tokenResponse  `json:"items"`
+	Next      *string          `json:"next"`
+	Bootstrap []bootstrapToken `json:"bootstrap"`
+}
+
+// bootstrapToken is one token of PROMPTD_TOKENS: unscoped, never
+// expiring, its own principal, revoked only by a restart without it.
+type bootstrapToken struct {
+	Name      string `json:"name"`
+	Role      string `json:"role"`
+	Principal string `json:"principal"`
+	Source    string `json:"source"`
 }
 
 // handleRevokeToken: DELETE /v1/tokens/{name}.

@@ -33,6 +33,16 @@ func TestTokens_managedToken_worksUntilRevoked(t *testing.T) {
 		if strings.Contains(fmt.Sprint(list), secret) {
 			t.Fatal("the list shows the secret")
 		}
+		// The bootstrap set is listed beside the managed tokens (not their
+		// secrets): every token that can act is on the list.
+		boot, _ := list["bootstrap"].([]any)
+		if len(boot) == 0 || boot[0].(map[string]any)["name"] != "ops" || boot[0].(map[string]any)["role"] != "admin" ||
+			boot[0].(map[string]any)["source"] != "PROMPTD_TOKENS" {
+			t.Fatalf("bootstrap = %v", list["bootstrap"])
+		}
+		if strings.Contains(fmt.Sprint(list), admin) {
+			t.Fatal("the list shows a bootstrap secret")
+		}
 
 		if rec := a.do("DELETE", "/v1/tokens/ci-runner", admin, ""); rec.Code != http.StatusNoContent {
 			t.Fatalf("revoke = %d %s", rec.Code, rec.Body)

@@ -58,9 +58,27 @@ func (c *Client) CreateToken(ctx context.Context, req CreateTokenRequest) (*Toke
 	return ret(&t, err)
 }
 
-// ListTokens lists managed tokens, newest first, revoked ones included.
-func (c *Client) ListTokens(ctx context.Context, o ListOptions) (*Page[Token], error) {
-	var p Page[Token]
+// TokenPage is a page of managed tokens, and the bootstrap set
+// (PROMPTD_TOKENS), the same on every page.
+type TokenPage struct {
+	Items     []Token          `json:"items"`
+	Next      string           `json:"next"`
+	Bootstrap []BootstrapToken `json:"bootstrap"`
+}
+
+// BootstrapToken is a token of PROMPTD_TOKENS: unscoped, never expiring,
+// its own principal; Source is "PROMPTD_TOKENS".
+type BootstrapToken struct {
+	Name      string `json:"name"`
+	Role      string `json:"role"`
+	Principal string `json:"principal"`
+	Source    string `json:"source"`
+}
+
+// ListTokens lists managed tokens, newest first, revoked ones included,
+// and the bootstrap tokens.
+func (c *Client) ListTokens(ctx context.Context, o ListOptions) (*TokenPage, error) {
+	var p TokenPage
 	_, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/tokens", query: o.query()}, &p)
 	return ret(&p, err)
 }

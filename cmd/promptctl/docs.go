@@ -162,7 +162,7 @@ revoked in the env, so runtimes and sessions pinned to it leave it.`,
 	"tokens list": {
 		synopsis: "promptctl tokens list",
 		summary:  "list tokens (never their secrets)",
-		text:     "Lists tokens: name, id, role, scopes, principal, expiry, last use, revocation.",
+		text:     "Lists every token that can act: the bootstrap tokens of PROMPTD_TOKENS first (unscoped, never expiring; revoked only by restarting promptd without them), then every managed token, revoked ones included: name, id, role, scopes, principal, expiry, last use, revocation.",
 		examples: []string{"promptctl tokens list --output json"},
 	},
 	"tokens revoke": {

@@ -23,14 +23,27 @@ func runTokens(a *app, args []string) error {
 		if _, err := a.parse(a.flags("tokens list"), args[1:], 0, 0); err != nil {
 			return err
 		}
-		p, err := a.c.ListTokens(a.ctx, client.ListOptions{Limit: 500})
-		if err != nil {
-			return err
+		// Every page (a page holds 500 at most): an admin asking which
+		// tokens can act wants all of them, the bootstrap set first.
+		all := &client.TokenPage{}
+		for o := (client.ListOptions{Limit: 500}); ; {
+			p, err := a.c.ListTokens(a.ctx, o)
+			if err != nil {
+				return err
+			}
+			all.Items, all.Bootstrap = append(all.Items, p.Items...), p.Bootstrap
+			if p.Next == "" {
+				break
+			}
+			o.Cursor = p.Next
 		}
-		return a.show(p, []string{"NAME", "ID", "ROLE", "SCOPES", "PRINCIPAL", "EXPIRES", "LAST USED", "REVOKED"}, func() [][]string {
-			rows := make([][]string, len(p.Items))
-			for i, t := range p.Items {
-				rows[i] = []string{t.Name, t.ID, t.Role, scopeList(t.Scopes), t.Principal, optWhen(t.ExpiresAt), optWhen(t.LastUsedAt), optWhen(t.RevokedAt)}
+		return a.show(all, []string{"NAME", "ID", "ROLE", "SCOPES", "PRINCIPAL", "EXPIRES", "LAST USED", "REVOKED"}, func() [][]string {
+			rows := make([][]string, 0, len(all.Bootstrap)+len(all.Items))
+			for _, t := range all.Bootstrap {
+				rows = append(rows, []string{t.Name, "bootstrap (" + t.Source + ")", t.Role, "-", t.Principal, "never", "-", "-"})
+			}
+			for _, t := range all.Items {
+				rows = append(rows, []string{t.Name, t.ID, t.Role, scopeList(t.Scopes), t.Principal, optWhen(t.ExpiresAt), optWhen(t.LastUsedAt), optWhen(t.RevokedAt)})
 			}
 			return rows
 		})

@@ -33,3 +33,27 @@ func TestTokens_createListRevoke_fromTheCommandLine(t *testing.T) {
 		t.Fatalf("create without --role: %s", r)
 	}
 }
+
+// TestTokensList_showsTheBootstrapTokens: the tokens of PROMPTD_TOKENS can
+// act as much as any managed one; the list an admin reads names them (never
+// their secrets), first, and every page of managed tokens after them.
+func TestTokensList_showsTheBootstrapTokens(t *testing.T) {
+	s := startPromptd(t)
+	r := s.ctl(t, "tokens", "list")
+	if r.code != exitOK {
+		t.Fatalf("list: %s", r)
+	}
+	for _, want := range []string{"ops", "rt", "bootstrap (PROMPTD_TOKENS)", "admin", "runtime"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("tokens list shows no %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, adminSecret) || strings.Contains(r.stdout, runtimeSecret) {
+		t.Errorf("tokens list shows a bootstrap secret:\n%s", r.stdout)
+	}
+	r = s.ctl(t, "tokens", "list", "--output", "json")
+	if r.code != exitOK || !strings.Contains(r.stdout, `"bootstrap"`) || !strings.Contains(r.stdout, `"source": "PROMPTD_TOKENS"`) {
+		t.Errorf("tokens list --output json: %s", r)
+	}
+}
+
