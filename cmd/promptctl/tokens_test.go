@@ -56,4 +56,3 @@ func TestTokensList_showsTheBootstrapTokens(t *testing.T) {
 		t.Errorf("tokens list --output json: %s", r)
 	}
 }
-
