@@ -1,8 +1,8 @@
-// /ui/tokens: managed tokens (no secrets), the form creating one (its
-// secret shown once) and revocation.
+// /ui/tokens: the bootstrap tokens (PROMPTD_TOKENS), managed tokens (no
+// secrets), the form creating one (its secret shown once) and revocation.
 
 import { get, send, idempotencyKey } from '../api.js';
-import { h, time, replace, section, field, badge, splitList } from '../dom.js';
+import { h, time, replace, section, field, badge, splitList, table } from '../dom.js';
 import { pagedList, formError, secretOnce, announce, busy, confirm, pageError } from '../ui.js';
 
 export default async function tokens(main, ctx) {
@@ -10,7 +10,11 @@ export default async function tokens(main, ctx) {
   const list = pagedList({
     testid: 'tokens',
     caption: 'Tokens',
-    fetchPage: (cursor) => get('/v1/tokens', { limit: 50, cursor }),
+    fetchPage: async (cursor) => {
+      const page = await get('/v1/tokens', { limit: 50, cursor });
+      showBootstrap(page.bootstrap || []);
+      return page;
+    },
     rowProps: (t) => ({ testid: 'token-row', data: { tokenName: t.name } }),
     empty: 'No managed tokens.',
     columns: [
@@ -24,6 +28,18 @@ export default async function tokens(main, ctx) {
       { label: 'Revoke', rowHeader: false, cell: (t) => (t.revoked_at ? '' : revokeButton(t)) },
     ],
   });
+
+  // The bootstrap set lives in promptd's configuration: listed so that an
+  // admin sees every token that can act; revoked only by a restart.
+  const bootstrap = h('div', { testid: 'bootstrap-tokens' });
+  function showBootstrap(toks) {
+    if (!toks.length) { replace(bootstrap, h('p', { class: 'muted' }, 'None configured.')); return; }
+    replace(bootstrap,
+      h('p', { class: 'muted' }, 'Configured in PROMPTD_TOKENS: unscoped, never expiring, each its own principal. They end only when promptd restarts without them.'),
+      table({ caption: 'Bootstrap tokens', items: toks, testid: 'bootstrap-tokens',
+        rowProps: (t) => ({ testid: 'bootstrap-token-row', data: { tokenName: t.name } }),
+        columns: [{ label: 'Name', cell: (t) => t.name }, { label: 'Role', cell: (t) => t.role }, { label: 'Principal', cell: (t) => t.principal }] }));
+  }
 
   function revokeButton(t) {
     const b = h('button', { type: 'button', class: 'btn btn-small btn-danger', testid: 'token-revoke', 'aria-label': `Revoke token ${t.name}` }, 'Revoke');
@@ -82,7 +98,7 @@ export default async function tokens(main, ctx) {
     });
   });
 
-  main.append(ctx.heading('Tokens'), notices, section('Tokens', null, list.el), section('Create a token', null, form));
+  main.append(ctx.heading('Tokens'), notices, section('Tokens', null, list.el), section('Bootstrap tokens', null, bootstrap), section('Create a token', null, form));
   await list.ready;
   ctx.live({ actions: ['token.created', 'token.revoked'] }, list.reload);
 }
