@@ -26,7 +26,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 repo=$PWD
-# shellcheck source=lib/services.sh
+# shellcheck source-path=SCRIPTDIR source=lib/services.sh
 . scripts/lib/services.sh
 
 # promptd and promptctl read PROMPTD_*: none of the caller's reach them.
@@ -79,7 +79,7 @@ expect() {
 
 section "tools"
 pkgs=()
-for mod in build:python3-build setuptools:python3-setuptools wheel:python3-wheel httpx:python3-httpx; do
+for mod in build:python3-build setuptools:python3-setuptools wheel:python3-wheel httpx:python3-httpx mypy:python3-mypy; do
 	"$py" -c "import ${mod%%:*}" 2>/dev/null || pkgs+=("${mod#*:}")
 done
 dpkg-query -W -f='${Status}' python3-venv 2>/dev/null | grep -q 'ok installed' || pkgs+=(python3-venv)
@@ -114,7 +114,7 @@ echo "\$ sha256sum -c SHA256SUMS"
 mkdir -p "$tmp/install"
 tar -C "$tmp/install" -xzf "$rel/$name.tar.gz"
 bindir=$(dirname "$(find "$tmp/install" -type f -name promptd -perm -u+x | head -1)")
-[ -x "$bindir/promptd" ] && [ -x "$bindir/promptctl" ] || fail "$name.tar.gz holds no executable promptd and promptctl"
+if ! [ -x "$bindir/promptd" ] || ! [ -x "$bindir/promptctl" ]; then fail "$name.tar.gz holds no executable promptd and promptctl"; fi
 echo "extracted: $(cd "$tmp/install" && find . -type f | sort | tr '\n' ' ')"
 "$bindir/promptd" version | tee "$tmp/promptd-version.txt"
 expect "$tmp/promptd-version.txt" "$version"
@@ -160,7 +160,7 @@ cmp LICENSE sdk/python/LICENSE || fail "sdk/python/LICENSE differs from LICENSE:
 	{ cat "$tmp/py-build.log" >&2; fail "python3 -m build failed"; }
 tail -1 "$tmp/py-build.log"
 wheel=$tmp/py-dist/promptd-$version-py3-none-any.whl sdist=$tmp/py-dist/promptd-$version.tar.gz
-[ -f "$wheel" ] && [ -f "$sdist" ] || fail "want $(basename "$wheel") and $(basename "$sdist"), got: $(ls "$tmp/py-dist")"
+if ! [ -f "$wheel" ] || ! [ -f "$sdist" ]; then fail "want $(basename "$wheel") and $(basename "$sdist"), got: $(ls "$tmp/py-dist")"; fi
 "$py" - "$wheel" "$sdist" "$version" "$repo" <<'EOF'
 import email.parser, pathlib, sys, tarfile, zipfile
 
@@ -249,6 +249,17 @@ expect "$tmp/py-quickstart.txt" \
 	"^assembled: \\[\\{'role': 'system', 'content': 'You are a support bot for ACME\\.'\\}\\]\$" \
 	"^openai body: \\{'model': 'gpt-4o', 'temperature': 0\\.2, 'messages': \\[\\{'role': 'system', 'content': 'You are a support bot for ACME\\.'\\}\\]\\}\$" \
 	'^refused: 422 missing_variable$'
+
+section "python: mypy --strict of quickstart.py against the installed wheel (its py.typed)"
+# mypy from Debian, run by the venv's python, so it sees the venv's site-packages:
+# without py.typed in the wheel, --strict refuses the import.
+(cd "$tmp/py-app" && "$venv/bin/python" -m mypy --strict --no-incremental quickstart.py)
+printf 'import promptd\nc = promptd.Client("http://127.0.0.1:1", "t")\nv: str = c.resolve("a", "prod").version\n' >"$tmp/py-app/control.py"
+echo "control: a misuse (an int assigned to a str) must fail mypy:"
+if (cd "$tmp/py-app" && "$venv/bin/python" -m mypy --strict --no-incremental control.py); then
+	fail "control: mypy accepted an int assigned to a str; the type check proves nothing"
+fi
+echo "control: mypy failed, as it must"
 
 section "python: the sdist builds and installs too (pip install --no-index --no-build-isolation)"
 "$py" -m venv --system-site-packages "$tmp/venv-sdist"
