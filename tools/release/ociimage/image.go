@@ -75,7 +75,7 @@ func Build(s Spec) (partial.Describable, error) {
 	}
 	var adds []mutate.IndexAddendum
 	for i, img := range imgs {
-		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
+		adds = append(adds, mutate.IndexAddendum{Add: plainImage{img}, Descriptor: v1.Descriptor{
 			Platform: &v1.Platform{OS: s.Targets[i].OS, Architecture: s.Targets[i].Arch},
 		}})
 	}
@@ -134,3 +134,11 @@ func image(s Spec, t Target, l v1.Layer) (v1.Image, error) {
 	}
 	return mutate.Annotations(img, s.Labels()).(v1.Image), nil
 }
+
+// plainImage is an image whose descriptor in an index has no artifactType.
+// go-containerregistry fills it with the config's media type, which the
+// image spec reserves for artifacts, and older containers/image (skopeo
+// 1.9) then rewrites the index rather than keep it, changing its digest.
+type plainImage struct{ v1.Image }
+
+func (plainImage) ArtifactType() (string, error) { return "", nil }

@@ -39,6 +39,7 @@ func WriteArchive(w io.Writer, top partial.Describable, ref string, mtime time.T
 		}
 		desc.Platform = cf.Platform()
 	}
+	desc.ArtifactType = "" // as in Build's index (plainImage)
 	desc.Annotations = map[string]string{RefName: ref}
 	index, err := json.Marshal(v1.IndexManifest{
 		SchemaVersion: 2,

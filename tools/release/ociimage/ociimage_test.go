@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 )
@@ -220,4 +221,38 @@ func TestRoots_arePEMCertificatesThatParse(t *testing.T) {
 	if !bytes.Equal(Roots(), Roots()) {
 		t.Fatal("two calls differ")
 	}
+}
+
+// An index whose descriptors carry artifactType is rewritten (new digest)
+// by skopeo 1.9 on copy; Build's carry none.
+func TestBuild_indexDescriptors_haveNoArtifactType(t *testing.T) {
+	raw := func(idx v1.ImageIndex) string {
+		b, err := idx.RawManifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	idx := build(t, spec(epoch)).(v1.ImageIndex)
+	if s := raw(idx); strings.Contains(s, "artifactType") || !strings.Contains(s, `"platform"`) {
+		t.Fatalf("index %s", s)
+	}
+	// Control: go-containerregistry's own descriptor of the same image has one.
+	img, err := idx.Image(mustManifests(t, idx)[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := mutate.AppendManifests(empty.Index, mutate.IndexAddendum{Add: img.(plainImage).Image})
+	if s := raw(plain); !strings.Contains(s, `"artifactType"`) {
+		t.Fatalf("control index has no artifactType: %s", s)
+	}
+}
+
+func mustManifests(t *testing.T, idx v1.ImageIndex) []v1.Descriptor {
+	t.Helper()
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return im.Manifests
 }
