@@ -10,7 +10,10 @@
 #   3. ociimage inspect checks the image: non-root user, entrypoint, the
 #      binary's path and mode, the labels naming VERSION and the commit
 #   4. the built promptd --version says VERSION and the commit
-#   5. go vet ./... and go test ./... in tools/release
+#   5. the image's linux/amd64 root filesystem, unpacked and entered with
+#      chroot as the image's user 65532, serves /readyz (as root only:
+#      skipped, saying so, otherwise)
+#   6. go vet ./... and go test ./... in tools/release
 #
 # Only committed files are seen (the clones are of HEAD). The full
 # four-target check is scripts/release.sh run twice (docs/releasing.md).
@@ -22,7 +25,8 @@ commit=$(git rev-parse HEAD)
 version=$(tr -d '[:space:]' <VERSION)
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/promptd-release-check.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+server=""
+trap '[ -z "$server" ] || kill "$server" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 
 for side in a b; do
 	git clone -q "$repo" "$tmp/clone-$side"
@@ -54,6 +58,38 @@ case $got in
 "promptd $version+${commit:0:7} "*) ;;
 *) echo "release-check: promptd --version says \"$got\", want promptd $version+${commit:0:7}" >&2; exit 1 ;;
 esac
+
+echo "== the image's root filesystem, run as 65532:65532"
+if [ "$(id -u)" = 0 ] && command -v chroot >/dev/null; then
+	rootfs=$tmp/rootfs
+	chroot=$(command -v chroot)
+	go -C "$tmp/clone-a/tools/release" run ./cmd/ociimage unpack -platform linux/amd64 \
+		"$tmp/dist-a/promptd_${version}_oci.tar" "$rootfs"
+	port=$((20000 + RANDOM % 30000))
+	# The image's environment, with a free loopback port for its 0.0.0.0:8080.
+	env -i PATH=/usr/local/bin PROMPTD_DATA_DIR=/data PROMPTD_ADDR="127.0.0.1:$port" \
+		"$chroot" --userspec=65532:65532 "$rootfs" /usr/local/bin/promptd >"$tmp/serve.log" 2>&1 &
+	server=$!
+	ready=""
+	for _ in $(seq 100); do
+		if "$chroot" --userspec=65532:65532 "$rootfs" /usr/local/bin/promptd healthcheck --ready \
+			--url "http://127.0.0.1:$port" >"$tmp/probe.log" 2>&1; then
+			ready=1
+			break
+		fi
+		sleep 0.2
+	done
+	kill "$server" && wait "$server" || true
+	server=""
+	if [ -z "$ready" ]; then
+		cat "$tmp/probe.log" "$tmp/serve.log" >&2
+		echo "release-check: promptd in the image's root filesystem did not become ready" >&2
+		exit 1
+	fi
+	echo "ready: $(cat "$tmp/probe.log"); /data holds $(cd "$rootfs/data" && stat -c '%n(%u)' * | tr '\n' ' ')"
+else
+	echo "skipped: needs root and chroot"
+fi
 
 echo "== tools/release: go vet, go test"
 (cd "$tmp/clone-a/tools/release" && go vet ./... && go test -count=1 ./...)

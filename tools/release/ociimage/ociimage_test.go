@@ -256,3 +256,27 @@ func mustManifests(t *testing.T, idx v1.ImageIndex) []v1.Descriptor {
 	}
 	return im.Manifests
 }
+
+func TestUnpack_writesThePlatformsBinaryExecutable(t *testing.T) {
+	s := spec(epoch)
+	_, file, _ := archive(t, build(t, s), "img.tar")
+	p, err := ReadArchive(file, filepath.Join(t.TempDir(), "layout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	if err := Unpack(p, "linux/arm64", root); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(root, "usr/local/bin/promptd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(root, "usr/local/bin/promptd"))
+	if fi.Mode().Perm() != 0o755 || string(b) != string(s.Targets[1].Promptd) {
+		t.Fatalf("promptd %s %q", fi.Mode(), b)
+	}
+	if err := Unpack(p, "linux/s390x", t.TempDir()); err == nil {
+		t.Fatal("unpacked a platform the index does not have")
+	}
+}

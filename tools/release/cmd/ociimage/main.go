@@ -5,10 +5,13 @@
 //	    -created SOURCE_DATE_EPOCH [-ca BUNDLE.pem] \
 //	    -promptd linux/amd64=dist/linux_amd64/promptd [-promptctl linux/amd64=...] ...
 //	ociimage inspect [-version 0.1.0 -revision SHA] promptd_0.1.0_oci.tar
+//	ociimage unpack [-platform linux/amd64] promptd_0.1.0_oci.tar DIR
 //
 // build prints the digest to pin. inspect prints the digest, each
 // platform's user, entrypoint, labels and layer entries, and with -version
-// exits 1 when the image is not a release image of that version.
+// exits 1 when the image is not a release image of that version. unpack
+// writes a platform's root filesystem into DIR (owners kept when run as
+// root), to chroot into.
 package main
 
 import (
@@ -35,15 +38,17 @@ func main() {
 
 func run(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: ociimage build|inspect ...")
+		return errors.New("usage: ociimage build|inspect|unpack ...")
 	}
 	switch args[0] {
 	case "build":
 		return build(args[1:], stdout)
 	case "inspect":
 		return inspect(args[1:], stdout)
+	case "unpack":
+		return unpack(args[1:])
 	}
-	return fmt.Errorf("unknown command %q: build or inspect", args[0])
+	return fmt.Errorf("unknown command %q: build, inspect or unpack", args[0])
 }
 
 // platformFiles is a repeatable -flag os/arch=path.
@@ -158,4 +163,25 @@ func inspect(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout, "ok: release image of "+*version+" "+*revision+" ("+strconv.Itoa(len(r.Images))+" platforms)")
 	return nil
+}
+
+func unpack(args []string) error {
+	fs := flag.NewFlagSet("unpack", flag.ContinueOnError)
+	platform := fs.String("platform", "linux/amd64", "the image of this os/arch")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return errors.New("unpack takes a tarball and a directory")
+	}
+	dir, err := os.MkdirTemp("", "ociimage-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	p, err := ociimage.ReadArchive(fs.Arg(0), dir)
+	if err != nil {
+		return err
+	}
+	return ociimage.Unpack(p, *platform, fs.Arg(1))
 }
