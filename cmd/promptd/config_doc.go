@@ -52,7 +52,7 @@ func printUsage(w io.Writer) {
        promptd help            this text (also -h, --help)
 
 Environment (default; meaning). OpenTelemetry's standard OTEL_* variables
-configure tracing (off when unset). README.md explains each at length.
+configure tracing (off when unset). docs/configuration.md explains each at length.
 
 `)
 	names := slices.Sorted(slices.Values(configVars))
