@@ -19,6 +19,8 @@
 #
 #   ./scripts/package-test.sh
 #   PACKAGE_TEST_KEEP=1 ./scripts/package-test.sh   keep the temp dir (its path is printed)
+#   PACKAGE_TEST_RELEASE_DIR=DIR ./scripts/package-test.sh   take the release archive from DIR
+#                     (release-check.sh's RELEASE_CHECK_KEEP) instead of building one
 #
 # Needs go, curl, node and npm (Node 20+), Debian's python3 with python3-build,
 # python3-setuptools, python3-wheel, python3-venv and python3-httpx (installed with
@@ -92,7 +94,11 @@ echo "version $version (VERSION), temp dir $tmp"
 # --- The release archive -------------------------------------------------------
 name=promptd_${version}_linux_${arch}
 rel=$tmp/release
-if [ -x scripts/release.sh ] && [ "${PACKAGE_TEST_GO_BUILD:-}" != 1 ]; then
+if [ -n "${PACKAGE_TEST_RELEASE_DIR:-}" ]; then
+	section "release archive: the artifacts release-check.sh built from a clone of HEAD ($PACKAGE_TEST_RELEASE_DIR)"
+	mkdir -p "$rel"
+	cp -p "$PACKAGE_TEST_RELEASE_DIR/"* "$rel/"
+elif [ -x scripts/release.sh ] && [ "${PACKAGE_TEST_GO_BUILD:-}" != 1 ]; then
 	section "release archive: scripts/release.sh --targets linux/$arch"
 	# --allow-dirty: the test runs on the work tree as it is (a release is cut from a commit).
 	scripts/release.sh --allow-dirty --targets "linux/$arch" --out "$rel" >"$tmp/release.log" 2>&1 ||

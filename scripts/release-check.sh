@@ -17,6 +17,9 @@
 #
 # Only committed files are seen (the clones are of HEAD). The full
 # four-target check is scripts/release.sh run twice (docs/releasing.md).
+#
+#   RELEASE_CHECK_KEEP=DIR   copy the first clone's artifacts into DIR
+#                            (scripts/test.sh hands them to package-test.sh)
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -45,6 +48,11 @@ if ! cmp -s "$tmp/dist-a/SHA256SUMS" "$tmp/dist-b/SHA256SUMS"; then
 	exit 1
 fi
 echo "equal: $(sha256sum <"$tmp/dist-a/SHA256SUMS" | cut -d' ' -f1) (sha256 of SHA256SUMS)"
+if [ -n "${RELEASE_CHECK_KEEP:-}" ]; then
+	mkdir -p "$RELEASE_CHECK_KEEP"
+	cp -p "$tmp/dist-a/"* "$RELEASE_CHECK_KEEP/"
+	echo "kept the artifacts in $RELEASE_CHECK_KEEP"
+fi
 
 echo "== the image"
 go -C "$tmp/clone-a/tools/release" run ./cmd/ociimage inspect -version "$version" -revision "$commit" \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's one test command; CI runs it on a fresh clone.
 #
-#   ./scripts/test.sh                    gofmt, go vet, go test -race ./..., bench smoke
+#   ./scripts/test.sh                    gofmt, go vet, docs, go test -race ./..., SDKs,
+#                                        release, packages, deploy, bench smoke
 #   ./scripts/test.sh -run Foo ./locks/  only go test -race, with these arguments
 #
 # It starts throwaway Redis and MariaDB servers (scripts/lib/services.sh),
@@ -90,6 +91,9 @@ run go vet ./...
 section "openapi: redocly, spectral, generated TypeScript types (scripts/openapi-check.sh)"
 run ./scripts/openapi-check.sh
 
+section "docs site: mkdocs build --strict, anchors, the API reference rendered from api/openapi.yaml (scripts/docs.sh)"
+run ./scripts/docs.sh
+
 section "browser suite: the console in chromium, axe-core on every page (internal/harness/browsertest)"
 prepare_browser_suite
 run go test -race -count=1 -timeout 10m -v ./internal/harness/browsertest/
@@ -109,7 +113,7 @@ done
 section "examples/embedded: promptd as a library from a module of its own"
 run bash -c "cd examples/embedded && go vet ./... && go test -count=1 ./..."
 
-section "README walkthroughs: pasted in sequence against a fresh promptd (scripts/readme-walkthrough.sh)"
+section "docs walkthroughs (quick start, prompts as code): pasted in sequence against a fresh promptd (scripts/readme-walkthrough.sh)"
 run ./scripts/readme-walkthrough.sh
 
 section "sdk/python: mypy --strict, pyflakes, pytest against a real promptd"
@@ -131,6 +135,16 @@ section "sdk/typescript: npm ci, lint, tsc --strict, tests on a real promptd, op
 run bash -c 'go build -o "$PROMPTD_SERVICES_DIR/promptd-ts" ./cmd/promptd &&
 	cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run lint && npm run build &&
 	export PROMPTD_BIN="$PROMPTD_SERVICES_DIR/promptd-ts" && npm test'
+
+section "release: linux/amd64 artifacts from two clones of HEAD, byte for byte; the OCI image inspected and run (scripts/release-check.sh)"
+release_dir=$PROMPTD_SERVICES_DIR/release
+run env RELEASE_CHECK_KEEP="$release_dir" ./scripts/release-check.sh
+
+section "packages: the release archive, Python wheel/sdist and npm tarball installed into fresh environments, each quick start run there (scripts/package-test.sh)"
+run env PACKAGE_TEST_RELEASE_DIR="$release_dir" ./scripts/package-test.sh
+
+section "deploy: pinned images, the Helm chart linted, rendered and strictly decoded, Prometheus alerts under promtool (scripts/deploy-check.sh)"
+run ./scripts/deploy-check.sh
 
 if [ -f bench/go.mod ]; then
 	section "bench: go vet, its unit tests and a short benchmark run"
