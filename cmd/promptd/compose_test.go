@@ -34,6 +34,18 @@ func loadCompose(t *testing.T) *types.Project {
 	if err != nil {
 		t.Fatalf("docker-compose.yml: %v", err)
 	}
+	// The secrets come from env files the operator copies from committed
+	// examples (the copies are not in git): resolve each service's
+	// environment from the examples, as compose would from the copies.
+	for name, s := range p.Services {
+		for i := range s.EnvFiles {
+			s.EnvFiles[i].Path += ".example"
+		}
+		p.Services[name] = s
+	}
+	if p, err = p.WithServicesEnvironmentResolved(false); err != nil {
+		t.Fatalf("docker-compose.yml env_file: %v", err)
+	}
 	return p
 }
 
@@ -95,6 +107,13 @@ func TestCompose_wiresPromptdToItsStores(t *testing.T) {
 	}
 	if len(promptd.Ports) == 0 || promptd.Ports[0].Target != 8080 || promptd.Ports[0].Published != "8080" {
 		t.Errorf("promptd ports = %+v, want 8080:8080", promptd.Ports)
+	}
+
+	if len(promptd.Ports) > 0 && promptd.Ports[0].HostIP != "127.0.0.1" {
+		t.Errorf("promptd publishes 8080 on %q, want 127.0.0.1 (a TLS proxy in front, or a knowing change)", promptd.Ports[0].HostIP)
+	}
+	if env["PROMPTD_SECRET_KEY"] == "" {
+		t.Errorf("PROMPTD_SECRET_KEY unset: webhooks are off with MySQL")
 	}
 
 	// The environment is a configuration promptd accepts.
