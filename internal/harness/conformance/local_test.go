@@ -61,7 +61,7 @@ func TestVectors_fileIsGenerated(t *testing.T) {
 	}
 }
 
-// sameJSON compares as the README asks SDKs to: parsed, deep equality,
+// sameJSON compares as testdata/conformance/README.md asks SDKs to: parsed, deep equality,
 // numbers by value.
 func sameJSON(a, b []byte) bool {
 	var x, y any

@@ -31,7 +31,7 @@ def _error(err: PromptdError) -> dict[str, Any]:
 
 
 def _same(want: dict[str, Any], got: dict[str, Any]) -> bool:
-    """The README's comparison: an error by code and status (and field,
+    """testdata/conformance/README.md's comparison: an error by code and status (and field,
     variable when given), "ask the server" by its reason, an answer by deep
     equality of parsed JSON."""
     if "error" in want:
