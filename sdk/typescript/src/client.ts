@@ -5,7 +5,7 @@ import { Transport, type CallOptions, type TransportOptions, type Request } from
 import type {
   AssembleRequest, AssembledPlain, Board, BoardBatch, BoardBatchItem, BoardRecord, Bundle, Caller, Env, ExposureItem, GenericLease,
   Intent, IntentRef, IntentScope, JSONValue, Lease, List, NewTurn, OpenAIChatBody, PromptConfig, RegisteredIntent, Release,
-  Resolved, Session, StateEntry, Version,
+  Resolved, Session, SessionSummary, StateEntry, Version,
 } from "./types.js";
 
 export type ClientOptions = TransportOptions;
@@ -126,6 +126,12 @@ export interface TransitionInput {
   expectedRevision?: number;
   /** @deprecated Use `expectedRevision`. */
   expected_revision?: number;
+  reason?: string;
+}
+
+/** rampRelease: the release's revision (409 revision_conflict when stale) and why. */
+export interface RampInput {
+  expectedRevision: number;
   reason?: string;
 }
 
@@ -281,6 +287,7 @@ export class Client {
     put(body, "guard", r.guard);
     return this.request({ method: "POST", path: envPath(agent, env) + "/releases", body, idempotent: true }, opts);
   }
+  /** The release's percent at its revision (admin); rampRelease also takes a reason. */
   setReleasePercent(id: string, percent: number, expectedRevision: number, opts?: CallOptions): Promise<Release> {
     return this.request({ method: "PATCH", path: `/v1/releases/${seg(id)}`, body: { percent, expected_revision: expectedRevision } }, opts);
   }
@@ -291,6 +298,29 @@ export class Client {
     put(body, "expected_revision", either(t.expectedRevision, t.expected_revision));
     put(body, "reason", t.reason);
     return this.request({ method: "POST", path: `/v1/releases/${seg(id)}/${action}`, body }, opts);
+  }
+  // The named calls (the Python SDK's create_release, ramp_release, ...): thin wrappers of the two above.
+  /** Sets a running or paused release's percent, up or down (the remaining steps are cancelled), at its revision (admin): PATCH /v1/releases/{id}. */
+  rampRelease(id: string, percent: number, r: RampInput, opts?: CallOptions): Promise<Release> {
+    const body: Record<string, unknown> = { percent, expected_revision: r.expectedRevision };
+    put(body, "reason", r.reason);
+    return this.request({ method: "PATCH", path: `/v1/releases/${seg(id)}`, body }, opts);
+  }
+  /** running -> paused (admin; a paused release is a no-op): transitionRelease(id, "pause", t). */
+  pauseRelease(id: string, t: TransitionInput = {}, opts?: CallOptions): Promise<Release> {
+    return this.transitionRelease(id, "pause", t, opts);
+  }
+  /** paused -> running (admin): transitionRelease(id, "resume", t). */
+  resumeRelease(id: string, t: TransitionInput = {}, opts?: CallOptions): Promise<Release> {
+    return this.transitionRelease(id, "resume", t, opts);
+  }
+  /** running|paused -> promoted: the env pointer moves to the candidate (admin): transitionRelease(id, "promote", t). */
+  promoteRelease(id: string, t: TransitionInput = {}, opts?: CallOptions): Promise<Release> {
+    return this.transitionRelease(id, "promote", t, opts);
+  }
+  /** running|paused -> rolled_back: everyone gets the baseline again (admin): transitionRelease(id, "rollback", t). */
+  rollbackRelease(id: string, t: TransitionInput = {}, opts?: CallOptions): Promise<Release> {
+    return this.transitionRelease(id, "rollback", t, opts);
   }
 
   // Sessions.
@@ -306,8 +336,8 @@ export class Client {
     put(body, "idle_ttl_ms", either(s.idleTtlMs, s.idle_ttl_ms));
     return this.request({ method: "POST", path: "/v1/sessions", body, idempotent: true }, opts);
   }
-  /** Sessions, newest first. */
-  listSessions(q: SessionQuery = {}, opts?: CallOptions): Promise<List<Session>> {
+  /** Sessions, newest first: summaries (no metadata, idle TTL, turns nor state keys: getSession has them). */
+  listSessions(q: SessionQuery = {}, opts?: CallOptions): Promise<List<SessionSummary>> {
     return this.request({ method: "GET", path: "/v1/sessions", query: { agent: q.agent, env: q.env, state: q.state, limit: q.limit, cursor: q.cursor } }, opts);
   }
   getSession(id: string, page: { since?: number; limit?: number } = {}, opts?: CallOptions): Promise<Session> {

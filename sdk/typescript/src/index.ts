@@ -3,7 +3,7 @@ export * from "./types.js";
 export { Transport, TransportError, newIdempotencyKey, type CallOptions, type TransportOptions, type Request, type Answer } from "./http.js";
 export {
   Client, type ClientOptions, type Assembled, type Precondition, type SessionLeaseRequest, type IntentInput, type IntentQuery,
-  type RecordUpdate, type BatchInput, type BatchItemInput, type VersionInput, type ReleaseInput, type TransitionInput,
+  type RecordUpdate, type BatchInput, type BatchItemInput, type VersionInput, type ReleaseInput, type RampInput, type TransitionInput,
   type SessionInput, type RecordInput, type RecordQuery, type SessionQuery,
 } from "./client.js";
 export { withSessionLease, appendOptimistic, type HeldLease, type SessionLeaseOptions } from "./lease.js";

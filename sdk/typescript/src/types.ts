@@ -174,7 +174,8 @@ export interface AssembleRequest extends Caller {
   maxHistoryTurns?: number;
 }
 
-export interface Session {
+/** A session as GET /v1/sessions lists it (listSessions): no metadata, idle TTL, turns nor state keys. */
+export interface SessionSummary {
   session_id: string;
   agent: string;
   env: string;
@@ -183,12 +184,17 @@ export interface Session {
   revision: number;
   state: "open" | "closed";
   fence: number;
+  /** The lease's holder and fence while held (open sessions only), else null. */
   lease: { holder: string; fence: number; expires_at: string } | null;
-  metadata: Record<string, JSONValue>;
-  idle_ttl_ms: number;
   turn_count: number;
   created_at: string;
   updated_at: string;
+}
+
+/** A session as create and close answer it, and GET /v1/sessions/{id} (with turns, next_since, state_keys). */
+export interface Session extends SessionSummary {
+  metadata: Record<string, JSONValue>;
+  idle_ttl_ms: number;
   turns?: Turn[];
   next_since?: number | null;
   state_keys?: string[];

@@ -18,9 +18,10 @@ import { join } from "node:path";
 import ts from "typescript";
 import { load } from "js-yaml";
 import { repoRoot } from "./harness.js";
+import { listItemMembers } from "./declared.js";
 
 interface Mirror {
-  /** Pointers under #/components/schemas ("Env", "StateEntries/additionalProperties"). */
+  /** Pointers under #/components/schemas ("Env", "StateEntries/additionalProperties"), or from the document's root ("#/paths/..."). */
   schemas: string[];
   /** Members that are not on the wire -> why. */
   clientOnly?: Record<string, string>;
@@ -37,7 +38,10 @@ interface NotAShape {
   notAShape: string;
 }
 
-const LISTS = ["VersionList", "ReleaseList"]; // what List<T> is used for (client.ts)
+// GET /v1/intents answers an inline schema (a pointer from the document's root).
+const LIST_INTENTS = "#/paths/~1v1~1intents/get/responses/200/content/application~1json/schema";
+// What List<T> is used for (client.ts's list methods; listClientMethods_answerTheirRoutesItems checks their items).
+const LISTS = ["VersionList", "ReleaseList", "SessionList", "RecordList", LIST_INTENTS];
 const MODEL_KEYS = "the config's pass-through model keys (ModelSettings keeps any), typed for convenience";
 
 /** ModelConfig's named members; ModelSettings' other request fields pass through its index signature. */
@@ -84,6 +88,8 @@ const MIRRORS: Record<string, Mirror | NotAShape> = {
   AssembleRequest: { notAShape: "the client's options for assemble (camelCase); client.assemble sends AssembleRequest" },
   // GET answers the detail; create and close answer the session alone.
   Session: { schemas: ["SessionDetail", "Session"] },
+  SessionSummary: { schemas: ["SessionSummary"] },
+  "SessionSummary.lease": { schemas: ["LeaseInfo"] },
   "Session.lease": { schemas: ["LeaseInfo"] },
   NewTurn: { schemas: ["TurnInput"] },
   Turn: { schemas: ["Turn"] },
@@ -259,7 +265,7 @@ function readTypes(paths: string[], source?: string): { exports: string[]; membe
  * listed exceptions), and each listed exception that no longer applies. */
 function drift(name: string, members: Map<string, Member>, mirror: Mirror, spec: Node): string[] {
   const where = mirror.schemas.join(", ");
-  const shapes = mirror.schemas.map((s) => shape(spec, pointer(spec, "#/components/schemas/" + s)));
+  const shapes = mirror.schemas.map((s) => shape(spec, pointer(spec, s.startsWith("#/") ? s : "#/components/schemas/" + s)));
   const props = new Map<string, Node[]>();
   for (const s of shapes) for (const [k, v] of s.props) props.set(k, [...(props.get(k) ?? []), ...v]);
   const required = new Set([...props.keys()].filter((k) => shapes.every((s) => s.required.has(k))));
@@ -317,6 +323,38 @@ for (const [name, mirror] of shapes) {
 test("types_everyExportOfTypesTs_isInTheTable", () => {
   assert.deepEqual(sdk.exports.filter((e) => !(e in MIRRORS)), []);
   assert.ok(sdk.exports.length >= 25, `only ${sdk.exports.length} exports read from src/types.ts`);
+});
+
+// Every list method of Client is named by its route's operationId; the items of
+// its declared answer (read from src/client.ts) must mirror the items of the
+// schema that route answers (200), as the types above mirror theirs.
+function listRoutes(): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const [path, item] of Object.entries(spec["paths"] as Record<string, Node>)) {
+    const get = item["get"] as Node | undefined;
+    const id = get?.["operationId"];
+    if (typeof id !== "string" || !id.startsWith("list")) continue;
+    const responses = get?.["responses"] as Record<string, Node>;
+    const ok = deref(spec, responses["200"]);
+    const body = deref(spec, ((ok["content"] as Record<string, Node>)["application/json"] as Node)["schema"]);
+    const items = ((body["properties"] as Record<string, Node>)["items"] as Node)["items"] as Node;
+    const ref = items["$ref"];
+    out.set(id, typeof ref === "string" ? ref : `${path}: list items without a $ref`);
+  }
+  return out;
+}
+
+test("listClientMethods_answerTheirRoutesItems", () => {
+  const routes = listRoutes();
+  const methods = listItemMembers();
+  assert.ok(methods.size >= 5, `only ${methods.size} list methods read from src/client.ts`);
+  const out: string[] = [];
+  for (const [method, members] of methods) {
+    const ref = routes.get(method);
+    if (ref === undefined) { out.push(`Client.${method}: no GET route has operationId ${method}`); continue; }
+    out.push(...drift(`Client.${method} items`, members, { schemas: [ref] }, spec));
+  }
+  assert.deepEqual(out, []);
 });
 
 // Controls: the check is able to fail.
