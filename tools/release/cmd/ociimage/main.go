@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/promptd/promptd/tools/release/ociimage"
 )
 
@@ -141,15 +142,11 @@ func inspect(args []string, stdout io.Writer) error {
 	if fs.NArg() != 1 {
 		return errors.New("inspect takes one tarball")
 	}
-	dir, err := os.MkdirTemp("", "ociimage-")
+	p, done, err := readArchive(fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	p, err := ociimage.ReadArchive(fs.Arg(0), dir)
-	if err != nil {
-		return err
-	}
+	defer done()
 	r, err := ociimage.Describe(p)
 	if err != nil {
 		return err
@@ -174,14 +171,25 @@ func unpack(args []string) error {
 	if fs.NArg() != 2 {
 		return errors.New("unpack takes a tarball and a directory")
 	}
+	p, done, err := readArchive(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	defer done()
+	return ociimage.Unpack(p, *platform, fs.Arg(1))
+}
+
+// readArchive opens an image tarball in a temporary directory that done
+// removes.
+func readArchive(tarball string) (layout.Path, func(), error) {
 	dir, err := os.MkdirTemp("", "ociimage-")
 	if err != nil {
-		return err
+		return "", nil, err
 	}
-	defer os.RemoveAll(dir)
-	p, err := ociimage.ReadArchive(fs.Arg(0), dir)
+	p, err := ociimage.ReadArchive(tarball, dir)
 	if err != nil {
-		return err
+		os.RemoveAll(dir)
+		return "", nil, err
 	}
-	return ociimage.Unpack(p, *platform, fs.Arg(1))
+	return p, func() { os.RemoveAll(dir) }, nil
 }
