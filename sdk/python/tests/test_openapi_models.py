@@ -24,7 +24,9 @@ import pytest
 import yaml
 
 from conftest import ROOT
+import promptd
 from promptd import batches, boards, intents, models
+from promptd.aio import AsyncClient
 
 SPEC_PATH = ROOT / "api" / "openapi.yaml"
 
@@ -65,6 +67,8 @@ MIRRORS: dict[type, Mirror] = {
         nullability={"version": "for format=openai it is read from the Promptd-Version header: None if absent"}),
     models.Turn: Mirror(("Turn", "TurnInput")),  # read from a session, and appended (to_json)
     models.LeaseInfo: Mirror(("LeaseInfo",)),
+    models.SessionSummary: Mirror(("SessionSummary",)),
+    models.Agent: Mirror(("Agent",)),
     models.Session: Mirror(
         ("SessionDetail", "Session"),  # GET answers the detail; create and close the session alone
         nullability={"turns": "[] when the answer has none (create, close)",
@@ -245,6 +249,60 @@ def test_everyPublicModel_isInTheTable() -> None:
                    if isinstance(c, type) and c.__module__ == mod.__name__ and not n.startswith("_")}
     assert sorted(c.__name__ for c in public - MIRRORS.keys()) == []
     assert len(public) >= 25
+
+
+# Every list method of both clients (list_*) is named by its route's operationId
+# (list_sessions: listSessions); its answer is a page whose items are a model
+# class that mirrors the items of the schema the route answers (200).
+def list_routes(spec: Mapping[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for path, item in spec["paths"].items():
+        get = item.get("get") or {}
+        op = get.get("operationId", "")
+        if not op.startswith("list"):
+            continue
+        ok = deref(spec, get["responses"]["200"])
+        body = deref(spec, ok["content"]["application/json"]["schema"])
+        items = body["properties"]["items"]["items"]
+        out[op] = items.get("$ref", f"{path}: list items without a $ref")
+    return out
+
+
+def page_item(answer: Any) -> Any:
+    """The items' type of a page type: Page[X] -> X; a page class with ``items: list[X]`` -> X."""
+    args = typing.get_args(answer)
+    if args:
+        return args[0]
+    hints = typing.get_type_hints(answer) if isinstance(answer, type) else {}
+    items = typing.get_args(hints.get("items"))
+    return items[0] if items else None
+
+
+def list_method_drift(cls: type, spec: Mapping[str, Any]) -> list[str]:
+    routes = list_routes(spec)
+    out: list[str] = []
+    for name, fn in inspect.getmembers(cls, inspect.isfunction):
+        if not name.startswith("list_"):
+            continue
+        op = "list" + "".join(w.title() for w in name.split("_")[1:])
+        where = f"{cls.__name__}.{name}"
+        if op not in routes:
+            out.append(f"{where}: no GET route has operationId {op}")
+            continue
+        item = page_item(typing.get_type_hints(fn).get("return"))
+        if not (isinstance(item, type) and item in MIRRORS):
+            out.append(f"{where}: its page's items are {item!r}, not a model class of the table")
+            continue
+        ref = routes[op].removeprefix("#/components/schemas/")
+        out.extend(f"{where} items: {d}" for d in drift(item, dataclasses.replace(MIRRORS[item], schemas=(ref,)), spec))
+    return out
+
+
+@pytest.mark.parametrize("cls", [promptd.Client, AsyncClient], ids=lambda c: c.__name__)
+def test_listMethods_answerPagesOfTheirRoutesItems(spec: dict[str, Any], cls: type) -> None:
+    methods = [n for n, _ in inspect.getmembers(cls, inspect.isfunction) if n.startswith("list_")]
+    assert len(methods) >= 6, methods
+    assert list_method_drift(cls, spec) == []
 
 
 # Controls: the check is able to fail.

@@ -37,14 +37,15 @@ from .local import AsyncLocalPrompts, LocalPrompts
 from . import batches, boards, intents
 from .batches import ABSENT, BoardBatch, create_item, update_item
 from .intents import AsyncHeldIntent, HeldIntent, Intent, IntentRef, IntentScope, RecordScope, RegisteredIntent
-from .models import Appended, Assembled, LeaseGrant, Resolved, Session, StateEntry, Trace, Turn
+from .models import (Agent, Appended, Assembled, LeaseGrant, Page, Release, Resolved, Session, SessionSummary,
+                     StateEntry, Trace, Turn, Version)
 
 __all__ = [
-    "batches", "boards", "intents", "ABSENT", "Appended", "AskServer", "Assembled", "AsyncClient",
+    "batches", "boards", "intents", "ABSENT", "Agent", "Appended", "AskServer", "Assembled", "AsyncClient",
     "AsyncHeldIntent", "AsyncLocalPrompts", "AsyncSessionLease", "BatchRejected", "BoardBatch", "Client",
     "Conflict", "HeldIntent", "HeldLeases", "Intent", "IntentConflict", "IntentRef", "IntentScope", "LeaseGrant",
-    "LeaseHeld", "LeaseLost", "LocalPrompts", "MergeConflict", "NotFound", "OutsideIntent", "PromptdError",
-    "QuotaExceeded", "RecordScope", "RegisteredIntent", "Resolved", "RetryPolicy", "RevisionConflict", "Session",
-    "SessionLease", "StaleFence", "StateEntry", "StoreUnavailable", "Trace", "TransportError", "Turn",
+    "LeaseHeld", "LeaseLost", "LocalPrompts", "MergeConflict", "NotFound", "OutsideIntent", "Page", "PromptdError",
+    "QuotaExceeded", "RecordScope", "RegisteredIntent", "Release", "Resolved", "RetryPolicy", "RevisionConflict",
+    "Session", "SessionSummary", "SessionLease", "StaleFence", "StateEntry", "StoreUnavailable", "Trace", "TransportError", "Turn", "Version",
     "create_item", "update_item",
 ]

@@ -11,6 +11,7 @@ import httpx
 
 from ._http import Call, decode
 from .models import (
+    Agent,
     Appended,
     Assembled,
     EnvPointer,
@@ -20,10 +21,12 @@ from .models import (
     Release,
     Resolved,
     Session,
+    SessionSummary,
     StateEntry,
     Trace,
     Turn,
     Version,
+    read_page,
 )
 
 TurnLike = Union[Turn, Mapping[str, Any]]
@@ -41,9 +44,9 @@ def _none(r: httpx.Response) -> None:
     return None
 
 
-def _page(r: httpx.Response) -> Page:
-    d = decode(r) or {}
-    return Page(items=list(d.get("items") or []), next=d.get("next"))
+def _page(r: httpx.Response) -> Page[dict[str, Any]]:
+    """A page of JSON objects (the feed's events, exposure counts)."""
+    return read_page(decode(r), lambda x: x)
 
 
 def turns_json(turns: Iterable[TurnLike]) -> list[dict[str, Any]]:
@@ -64,12 +67,13 @@ def get_version(agent: str, version: int) -> Call[Version]:
     return Call("GET", f"/v1/agents/{seg(agent)}/versions/{version}", lambda r: Version.from_json(decode(r)))
 
 
-def list_versions(agent: str, limit: Optional[int], cursor: Optional[str]) -> Call[Page]:
-    return Call("GET", f"/v1/agents/{seg(agent)}/versions", _page, params={"limit": limit, "cursor": cursor})
+def list_versions(agent: str, limit: Optional[int], cursor: Optional[str]) -> Call[Page[Version]]:
+    return Call("GET", f"/v1/agents/{seg(agent)}/versions", lambda r: read_page(decode(r), Version.from_json),
+                params={"limit": limit, "cursor": cursor})
 
 
-def list_agents() -> Call[Page]:
-    return Call("GET", "/v1/agents", _page)
+def list_agents() -> Call[Page[Agent]]:
+    return Call("GET", "/v1/agents", lambda r: read_page(decode(r), Agent.from_json))
 
 
 def get_env(agent: str, env: str) -> Call[EnvPointer]:
@@ -181,8 +185,10 @@ def get_release(release_id: str) -> Call[Release]:
     return Call("GET", f"/v1/releases/{seg(release_id)}", _release)
 
 
-def list_releases(agent: str, env: str, limit: Optional[int] = None, cursor: Optional[str] = None) -> Call[Page]:
-    return Call("GET", f"/v1/agents/{seg(agent)}/envs/{seg(env)}/releases", _page,
+def list_releases(agent: str, env: str, limit: Optional[int] = None,
+                  cursor: Optional[str] = None) -> Call[Page[Release]]:
+    return Call("GET", f"/v1/agents/{seg(agent)}/envs/{seg(env)}/releases",
+                lambda r: read_page(decode(r), Release.from_json),
                 params={"limit": limit, "cursor": cursor})
 
 
@@ -222,8 +228,8 @@ def create_session(agent: str, env: str, session_id: Optional[str], user_id: Opt
 
 
 def list_sessions(agent: Optional[str], env: Optional[str], state: Optional[str], limit: Optional[int],
-                  cursor: Optional[str]) -> Call[Page]:
-    return Call("GET", "/v1/sessions", _page,
+                  cursor: Optional[str]) -> Call[Page[SessionSummary]]:
+    return Call("GET", "/v1/sessions", lambda r: read_page(decode(r), SessionSummary.from_json),
                 params={"agent": agent, "env": env, "state": state, "limit": limit, "cursor": cursor})
 
 
@@ -302,7 +308,7 @@ def release_leases(lease_id: str, token: str) -> Call[None]:
 
 # Events (JSON long-poll; the stream is in stream.py).
 def poll_events(since: Optional[str], wait_ms: Optional[int], limit: Optional[int],
-                actions: Optional[str], agent: Optional[str], env: Optional[str]) -> Call[Page]:
+                actions: Optional[str], agent: Optional[str], env: Optional[str]) -> Call[Page[dict[str, Any]]]:
     return Call("GET", "/v1/events", _page, params={"since": since, "wait_ms": wait_ms, "limit": limit,
                                                     "actions": actions, "agent": agent, "env": env})
 
@@ -313,6 +319,6 @@ def exposures(items: list[dict[str, Any]], key: str) -> Call[Any]:
 
 
 def get_exposures(agent: str, env: str, frm: Optional[str], to: Optional[str],
-                  cursor: Optional[str]) -> Call[Page]:
+                  cursor: Optional[str]) -> Call[Page[dict[str, Any]]]:
     return Call("GET", f"/v1/agents/{seg(agent)}/envs/{seg(env)}/exposures", _page,
                 params={"from": frm, "to": to, "cursor": cursor})

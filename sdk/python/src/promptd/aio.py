@@ -12,6 +12,7 @@ from ._http import LEASE_RETRY, AsyncSender, Call, RetryPolicy, headers_for
 from .errors import PromptdError, RevisionConflict
 from .lease import AsyncHeldLeases, AsyncSessionLease
 from .models import (
+    Agent,
     Appended,
     Assembled,
     EnvPointer,
@@ -21,6 +22,7 @@ from .models import (
     Release,
     Resolved,
     Session,
+    SessionSummary,
     StateEntry,
     Version,
 )
@@ -67,10 +69,11 @@ class AsyncClient:
     async def get_version(self, agent: str, version: int) -> Version:
         return await self._send(_calls.get_version(agent, version))
 
-    async def list_versions(self, agent: str, limit: Optional[int] = None, cursor: Optional[str] = None) -> Page:
+    async def list_versions(self, agent: str, limit: Optional[int] = None,
+                            cursor: Optional[str] = None) -> Page[Version]:
         return await self._send(_calls.list_versions(agent, limit, cursor))
 
-    async def list_agents(self) -> Page:
+    async def list_agents(self) -> Page[Agent]:
         return await self._send(_calls.list_agents())
 
     async def get_env(self, agent: str, env: str) -> EnvPointer:
@@ -86,8 +89,8 @@ class AsyncClient:
         return await self._send(_calls.get_release(release_id))
 
     async def list_releases(self, agent: str, env: str, limit: Optional[int] = None,
-                      cursor: Optional[str] = None) -> Page:
-        """The env's releases, newest first (``items`` are Release JSON)."""
+                      cursor: Optional[str] = None) -> Page[Release]:
+        """The env's releases, newest first (``items`` are Release, without ``history``: get_release has it)."""
         return await self._send(_calls.list_releases(agent, env, limit, cursor))
 
     async def create_release(self, agent: str, env: str, candidate_version: int, percent: Union[int, float, str], *,
@@ -144,9 +147,10 @@ class AsyncClient:
 
     async def list_sessions(self, *, agent: Optional[str] = None, env: Optional[str] = None,
                       state: Optional[str] = None, limit: Optional[int] = None,
-                      cursor: Optional[str] = None) -> Page:
-        """Sessions, newest first (``items`` are SessionSummary JSON;
-        ``state`` open or closed)."""
+                      cursor: Optional[str] = None) -> Page[SessionSummary]:
+        """Sessions, newest first (``items`` are SessionSummary: no
+        metadata, turns nor state keys, get_session has them; ``state``
+        open or closed)."""
         return await self._send(_calls.list_sessions(agent, env, state, limit, cursor))
 
     async def get_session(self, sid: str, since: Optional[int] = None, limit: Optional[int] = None) -> Session:
@@ -244,8 +248,8 @@ class AsyncClient:
         return await self._send(boards.put_board(board, definition, expected_revision))
 
     async def list_records(self, board: str, *, state: Optional[str] = None, owner: Optional[str] = None,
-                     limit: Optional[int] = None, cursor: Optional[str] = None) -> Page:
-        """A board's records in board order (``items`` are Record JSON;
+                     limit: Optional[int] = None, cursor: Optional[str] = None) -> Page[boards.Record]:
+        """A board's records in board order (``items`` are Record;
         ``next`` is the cursor of the next page)."""
         return await self._send(boards.list_records(board, state, owner, limit, cursor))
 
@@ -323,7 +327,8 @@ class AsyncClient:
         return stream.aevents(self, since, actions, agent, env, board)
 
     async def poll_events(self, since: Optional[str] = None, wait_ms: Optional[int] = None, limit: Optional[int] = None,
-                    actions: Optional[str] = None, agent: Optional[str] = None, env: Optional[str] = None) -> Page:
+                          actions: Optional[str] = None, agent: Optional[str] = None,
+                          env: Optional[str] = None) -> Page[dict[str, Any]]:
         return await self._send(_calls.poll_events(since, wait_ms, limit, actions, agent, env))
 
     async def get_exposures(self, agent: str, env: str, frm: Optional[str] = None, to: Optional[str] = None) -> list[

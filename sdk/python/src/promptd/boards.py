@@ -32,7 +32,7 @@ from .batches import ABSENT
 from .errors import ClaimExpired, InvalidTransition, LeaseLost, PromptdError, StaleFence
 from .intents import RefLike, ref_json
 from .lease import _AsyncHeld, _Keepalive, lease_lost
-from .models import Page
+from .models import Page, _ListItem, read_page
 
 if TYPE_CHECKING:
     from .aio import AsyncClient
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class Record:
+class Record(_ListItem):
     board: str
     id: str
     revision: int
@@ -132,11 +132,8 @@ def put_board(board: str, definition: Any, expected_revision: int) -> Call[Board
 
 
 def list_records(board: str, state: Optional[str], owner: Optional[str], limit: Optional[int],
-                 cursor: Optional[str]) -> Call[Page]:
-    def parse(r: httpx.Response) -> Page:
-        d = decode(r) or {}
-        return Page(items=list(d.get("items") or []), next=d.get("next"))
-    return Call("GET", f"/v1/boards/{seg(board)}/records", parse,
+                 cursor: Optional[str]) -> Call[Page[Record]]:
+    return Call("GET", f"/v1/boards/{seg(board)}/records", lambda r: read_page(decode(r), Record.from_json),
                 params={"state": state, "owner": owner, "limit": limit, "cursor": cursor})
 
 

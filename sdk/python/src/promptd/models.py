@@ -3,8 +3,11 @@ so that fields added by a newer server are never lost."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Generic, Mapping, Optional, TypeVar
+
+T = TypeVar("T")
 
 
 def _opt_int(v: Any) -> Optional[int]:
@@ -15,12 +18,39 @@ def _str(v: Any) -> str:
     return v if isinstance(v, str) else ""
 
 
+def _opt_str(v: Any) -> Optional[str]:
+    return v if isinstance(v, str) else None
+
+
+def _int(v: Any) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
 def _opt_dict(v: Any) -> Optional[dict[str, Any]]:
     return v if isinstance(v, dict) else None
 
 
 def _dicts(v: Any) -> list[dict[str, Any]]:
     return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+
+class _ListItem:
+    """What a list's items had when they were dicts: ``item["id"]`` and
+    ``item.get("id")`` read the JSON kept in ``raw`` (deprecated: read the
+    fields, ``item.id``)."""
+
+    raw: dict[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        warnings.warn(f"list items are {type(self).__name__} now: read item.{key}, not item[{key!r}]",
+                      DeprecationWarning, stacklevel=2)
+        return self.raw[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``raw.get(key, default)`` (deprecated: read the field)."""
+        warnings.warn(f"list items are {type(self).__name__} now: read item.{key}, not item.get({key!r})",
+                      DeprecationWarning, stacklevel=2)
+        return self.raw.get(key, default)
 
 
 @dataclass
@@ -138,6 +168,41 @@ class LeaseInfo:
     expires_at: str
 
 
+def _lease_info(v: Any) -> Optional[LeaseInfo]:
+    if not isinstance(v, Mapping):
+        return None
+    return LeaseInfo(holder=_str(v.get("holder")), fence=_int(v.get("fence")), expires_at=_str(v.get("expires_at")))
+
+
+@dataclass(frozen=True)
+class SessionSummary(_ListItem):
+    """A session as GET /v1/sessions lists it (``list_sessions``): no
+    metadata, idle TTL, turns nor state keys (``get_session`` has them)."""
+
+    session_id: str
+    agent: str
+    env: str
+    user_id: Optional[str]
+    pinned_version: int
+    revision: int
+    state: str  # open or closed
+    fence: int
+    lease: Optional[LeaseInfo]  # the holder and fence while held (open sessions only)
+    turn_count: int
+    created_at: str
+    updated_at: str
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> "SessionSummary":
+        return SessionSummary(
+            session_id=_str(d.get("session_id")), agent=_str(d.get("agent")), env=_str(d.get("env")),
+            user_id=_opt_str(d.get("user_id")), pinned_version=_int(d.get("pinned_version")),
+            revision=_int(d.get("revision")), state=_str(d.get("state")), fence=_int(d.get("fence")),
+            lease=_lease_info(d.get("lease")), turn_count=_int(d.get("turn_count")),
+            created_at=_str(d.get("created_at")), updated_at=_str(d.get("updated_at")), raw=dict(d))
+
+
 @dataclass(frozen=True)
 class Session:
     """A session: as GET /v1/sessions/{id} answers it (SessionDetail), or as
@@ -244,7 +309,7 @@ class VersionMerge:
 
 
 @dataclass(frozen=True)
-class Version:
+class Version(_ListItem):
     agent: str
     version: int
     config: dict[str, Any]
@@ -253,13 +318,34 @@ class Version:
     created_by: str
     created_at: str
     merge: Optional[VersionMerge] = None  # set on a version made by a merge
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> "Version":
         return Version(agent=_str(d.get("agent")), version=int(d["version"]), config=dict(d.get("config") or {}),
                        content_hash=_str(d.get("content_hash")), message=_str(d.get("message")),
                        created_by=_str(d.get("created_by")), created_at=_str(d.get("created_at")),
-                       merge=VersionMerge.from_json(d.get("merge")))
+                       merge=VersionMerge.from_json(d.get("merge")), raw=dict(d))
+
+
+@dataclass(frozen=True)
+class Agent(_ListItem):
+    """An agent as GET /v1/agents lists it: its latest version and, per
+    env, the version the env's pointer names."""
+
+    agent: str
+    latest_version: int
+    latest_content_hash: str
+    envs: dict[str, int]
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> "Agent":
+        envs = d.get("envs")
+        return Agent(agent=_str(d.get("agent")), latest_version=_int(d.get("latest_version")),
+                     latest_content_hash=_str(d.get("latest_content_hash")),
+                     envs={str(k): _int(v) for k, v in envs.items()} if isinstance(envs, Mapping) else {},
+                     raw=dict(d))
 
 
 @dataclass(frozen=True)
@@ -285,7 +371,7 @@ class EnvPointer:
 
 
 @dataclass(frozen=True)
-class Release:
+class Release(_ListItem):
     id: str
     agent: str
     env: str
@@ -327,6 +413,19 @@ class Release:
 
 
 @dataclass(frozen=True)
-class Page:
-    items: list[dict[str, Any]]
+class Page(Generic[T]):
+    """One page of a list: ``items`` are the route's models
+    (``Page[SessionSummary]`` for ``list_sessions``, ``Page[Release]``,
+    ...), ``next`` the cursor of the next page (None after the last)."""
+
+    items: list[T]
     next: Optional[str]
+
+
+def read_page(d: Any, item: Callable[[dict[str, Any]], T]) -> Page[T]:
+    """The page (``{"items": [...], "next": ...}``) in ``d``, each item (a
+    JSON object) read by ``item``."""
+    page: Mapping[str, Any] = d if isinstance(d, Mapping) else {}
+    items = page.get("items")
+    return Page(items=[item(dict(x)) for x in items if isinstance(x, Mapping)] if isinstance(items, list) else [],
+                next=_opt_str(page.get("next")))
