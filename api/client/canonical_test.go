@@ -10,7 +10,7 @@ import (
 var canonicalDocs = []string{
 	`{"system":"x"}`,
 	`{ "variables": {"b": {"default": "2"}, "a": {"required": true}},
-	   "system": "Hi {{a}} & <b> \u00e9\u2028 \"q\" \\ \t", "model": {"temperature": 0.20, "top_p": 1e-3, "n": -0} }`,
+	   "system": "Hi {{a}} & <b> \u00e9\u2028 \"q\" \\ \t", "model": {"name": "m", "temperature": 0.20, "top_p": 1e-3, "n": -0} }`,
 	`{"system":"s","memory":["\u0001","日本"],"tools":[{"type":"function","function":{"name":"f","parameters":{"z":[],"a":{}}}}]}`,
 	`{"system":"s","model":{"name":"gpt-4o","max_tokens":12345678901234567890}}`,
 }
