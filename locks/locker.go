@@ -218,7 +218,10 @@ func (m *Manager) Acquire(ctx context.Context, key string, ttl time.Duration, op
 	}
 	start := time.Now()
 	deadline := start.Add(o.wait)
-	bctx, span := tracer.Start(ctx, "lock.acquire", trace.WithAttributes(attrKey.String(key), attrMode.String(o.mode.String())))
+	bctx, span := tracer.Start(ctx, "lock.acquire")
+	if span.IsRecording() {
+		span.SetAttributes(attrKey.String(key), attrMode.String(o.mode.String()))
+	}
 	var watch <-chan struct{}
 	if o.wait > 0 { // registered before the first attempt, so no release is missed
 		var stop func()
@@ -348,7 +351,10 @@ func (m *Manager) Holder(ctx context.Context, key string) (Info, error) {
 // debug level as a token op, never as a lost lease: for a lease held by a
 // client it is the client's news, not a loss of promptd's own.
 func (m *Manager) Renew(ctx context.Context, key, token string, ttl time.Duration) (time.Time, error) {
-	ctx, span := tracer.Start(ctx, "lock.renew", trace.WithAttributes(attrKey.String(key)))
+	ctx, span := tracer.Start(ctx, "lock.renew")
+	if span.IsRecording() {
+		span.SetAttributes(attrKey.String(key))
+	}
 	sent := time.Now()
 	g, err := m.b.Renew(ctx, key, token, ttl)
 	if err == nil && span.IsRecording() {
@@ -372,9 +378,11 @@ func (m *Manager) Renew(ctx context.Context, key, token string, ttl time.Duratio
 // Release implements Locker. When it frees a key that this process keeps
 // alive under token, that lease ends as released (not lost).
 func (m *Manager) Release(ctx context.Context, key, token string) (bool, error) {
-	ctx, span := tracer.Start(ctx, "lock.release", trace.WithAttributes(attrKey.String(key)))
+	ctx, span := tracer.Start(ctx, "lock.release")
 	freed, err := m.b.Release(ctx, key, token, newNonce())
-	span.SetAttributes(attribute.Bool("promptd.lock.freed", freed))
+	if span.IsRecording() {
+		span.SetAttributes(attrKey.String(key), attribute.Bool("promptd.lock.freed", freed))
+	}
 	endSpan(span, err)
 	if errors.Is(err, ErrLeaseLost) {
 		m.tokenLost(key, "release")

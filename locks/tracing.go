@@ -16,6 +16,10 @@ import (
 // fence granted), lock.renew and lock.release by token, lock.keepalive
 // for the renewals of promptd's own leases and lock.lost when one is
 // lost, both linked to the acquire. Keys are recorded, tokens never.
+//
+// Attributes are set after a span starts and only when it records: an
+// unsampled lease call (most of them) allocates nothing for them. No
+// sampler promptd configures (OTEL_TRACES_SAMPLER's) reads attributes.
 var tracer = otel.Tracer("github.com/promptd/promptd/locks")
 
 const (
@@ -64,10 +68,12 @@ func outcome(err error) string {
 // endSpan records the outcome and ends span; an unexpected error marks
 // it failed (held, lost and not-held are answers, not failures).
 func endSpan(span trace.Span, err error) {
-	o := outcome(err)
-	span.SetAttributes(attrOutcome.String(o))
-	if o == "unavailable" || o == "error" {
-		span.SetStatus(codes.Error, o)
+	if span.IsRecording() {
+		o := outcome(err)
+		span.SetAttributes(attrOutcome.String(o))
+		if o == "unavailable" || o == "error" {
+			span.SetStatus(codes.Error, o)
+		}
 	}
 	span.End()
 }

@@ -103,6 +103,9 @@ section "go test -race ./... (but the browser suite, run above)"
 run go test -race -count=1 -timeout 25m $(go list ./... | grep -v '/internal/harness/browsertest$')
 print_faults
 
+section "allocation budgets of the hot paths (no -race: the race detector changes allocation counts; docs/performance.md)"
+run go test -count=1 -timeout 5m -run TestAllocBudgets ./internal/harness/allocbudget/
+
 section "fuzz: every target briefly (FUZZTIME=${FUZZTIME:-5s})"
 for pkg in $(go list ./...); do
 	for target in $(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true); do

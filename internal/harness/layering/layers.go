@@ -46,7 +46,7 @@ var Sideways = map[string][]string{
 // internal/harness/ (a helper beside its package is named *test), so what
 // ships is everything else.
 var Harness = []string{"internal/harness/testenv", "internal/harness/e2e", "internal/harness/hostile", "internal/harness/browsertest",
-	"internal/harness/conformance", "internal/harness/conformance/gen", "internal/harness/readmewalk", "internal/harness/layering", "webhook/webhooktest"}
+	"internal/harness/conformance", "internal/harness/conformance/gen", "internal/harness/readmewalk", "internal/harness/layering", "internal/harness/allocbudget", "webhook/webhooktest"}
 
 // HTTPFramework is the HTTP framework: only the transport and the
 // commands may import it (domain packages know nothing of HTTP routing).
