@@ -18,7 +18,7 @@ import { join } from "node:path";
 import ts from "typescript";
 import { load } from "js-yaml";
 import { repoRoot } from "./harness.js";
-import { listItemMembers } from "./declared.js";
+import { listItemMembers, membersOf as declaredMembersOf, type DeclaredMember } from "./declared.js";
 
 interface Mirror {
   /** Pointers under #/components/schemas ("Env", "StateEntries/additionalProperties"), or from the document's root ("#/paths/..."). */
@@ -190,11 +190,7 @@ function nullable(spec: Node, node: unknown): boolean {
 
 // ---- the SDK's side
 
-interface Member {
-  optional: boolean;
-  /** undefined: typed unknown, any or a type parameter (nothing said about null). */
-  nullable: boolean | undefined;
-}
+type Member = DeclaredMember;
 
 const SDK = join(repoRoot, "sdk", "typescript");
 const TYPES_TS = join(SDK, "src", "types.ts");
@@ -217,25 +213,7 @@ function readTypes(paths: string[], source?: string): { exports: string[]; membe
   if (!mod) throw new Error(`${TYPES_TS}: not read`);
   const declared = new Map(checker.getExportsOfModule(mod).map((s) => [s.name, checker.getDeclaredTypeOfSymbol(s)]));
 
-  const membersOf = (type: ts.Type): Map<string, Member> => {
-    const t = checker.getNonNullableType(type);
-    const parts = t.isUnion() ? t.types : [t];
-    const out = new Map<string, Member>();
-    for (const part of parts) {
-      for (const p of checker.getPropertiesOfType(part)) {
-        const pt = checker.getTypeOfSymbol(p);
-        const untyped = (pt.flags & (ts.TypeFlags.Any | ts.TypeFlags.Unknown | ts.TypeFlags.TypeParameter)) !== 0;
-        const m: Member = {
-          optional: (p.flags & ts.SymbolFlags.Optional) !== 0,
-          nullable: untyped ? undefined : (pt.isUnion() ? pt.types : [pt]).some((x) => (x.flags & ts.TypeFlags.Null) !== 0),
-        };
-        const seen = out.get(p.name);
-        out.set(p.name, seen ? { optional: seen.optional || m.optional, nullable: m.nullable === undefined ? seen.nullable : (seen.nullable ?? false) || m.nullable } : m);
-      }
-    }
-    for (const [k, m] of out) if (!parts.every((part) => checker.getPropertyOfType(part, k))) m.optional = true;
-    return out;
-  };
+  const membersOf = (type: ts.Type): Map<string, Member> => declaredMembersOf(checker, type);
 
   const typeAt = (path: string): ts.Type => {
     const [, root = "", rest = ""] = /^(\w+)(.*)$/.exec(path) ?? [];
