@@ -419,12 +419,7 @@ class AsyncHeldIntent(_AsyncHeld, _Held):
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         self._exiting = True
-        if self._renewer is not None:
-            self._renewer.cancel()
-            try:
-                await self._renewer
-            except asyncio.CancelledError:
-                pass
+        await self._stop_renewer()
         if self.intent is None:
             return
         if self.ka.lost.is_set():

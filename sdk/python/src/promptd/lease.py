@@ -42,12 +42,23 @@ class _AsyncHeld:
     _body: Optional["asyncio.Task[Any]"] = None
     _cancelled_body = False
     _exiting = False  # set when the block is left: __aexit__ raises LeaseLost itself
+    _renewer: Optional["asyncio.Task[None]"] = None  # the keepalive task, once started
 
     def _lose(self, err: BaseException) -> None:
         self.ka.mark_lost(err)
         if not self._exiting and self._body is not None and not self._body.done():
             self._cancelled_body = True
             self._body.cancel()
+
+    async def _stop_renewer(self) -> None:
+        """Cancels the keepalive task (``_renewer``) and waits for it to end."""
+        if self._renewer is None:
+            return
+        self._renewer.cancel()
+        try:
+            await self._renewer
+        except asyncio.CancelledError:
+            pass
 
     def _give_back_cancel(self) -> None:
         if self._cancelled_body and self._body is not None and hasattr(self._body, "uncancel"):
@@ -241,12 +252,7 @@ class AsyncSessionLease(_AsyncHeld, _SessionWrites):
             (LeaseLost,), "no renewal succeeded before the lease expired")
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if self._renewer is not None:
-            self._renewer.cancel()
-            try:
-                await self._renewer
-            except asyncio.CancelledError:
-                pass
+        await self._stop_renewer()
         if self.client._leases.get(self.sid) is self:
             del self.client._leases[self.sid]
         if self.ka.lost.is_set():
@@ -369,12 +375,7 @@ class AsyncHeldLeases(_AsyncHeld):
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         self._exiting = True
-        if self._renewer is not None:
-            self._renewer.cancel()
-            try:
-                await self._renewer
-            except asyncio.CancelledError:
-                pass
+        await self._stop_renewer()
         if self.ka.lost.is_set():
             self._give_back_cancel()
             raise lease_lost("the lease was lost while the work ran") from self.ka.lost_reason
