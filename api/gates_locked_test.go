@@ -197,21 +197,33 @@ func TestGate_whenReadsFail_gatedWritesAreRefusedAndWriteNothing(t *testing.T) {
 func TestGate_weakeningRacingAStrengthening_isNeverAppliedWithoutApproval(t *testing.T) {
 	testenv.ForEachDialect(t, migrations(), func(t *testing.T, db *gorm.DB) {
 		a := newApp(t, db, withLeads)
-		const rounds = 40
-		lifted, gated := 0, 0
-		for i := range rounds {
+		// Which PUT lands first depends on the machine's timing, so the
+		// start offsets sweep both ways (even rounds delay the
+		// strengthening, odd rounds the weakening, by up to 3.75 ms) and
+		// the rounds go on until enough of them had the weakening land
+		// second: that is the interleaving under test.
+		const minRounds, maxRounds, wantGated = 40, 400, 5
+		lifted, gated, rounds := 0, 0, 0
+		for i := 0; i < maxRounds && (i < minRounds || gated < wantGated); i++ {
+			rounds++
 			env := fmt.Sprintf("race%d", i)
 			a.ok(a.do("PUT", "/v1/protections/"+env, admin, `{"approvals": 2, "expected_revision": 0}`), 200)
+			delay := time.Duration(i/2%16) * 250 * time.Microsecond
+			weakDelay, strongDelay := time.Duration(0), delay
+			if i%2 == 1 {
+				weakDelay, strongDelay = delay, 0
+			}
 			var wg sync.WaitGroup
 			var weak *httptest.ResponseRecorder
 			wg.Add(2)
 			go func() {
 				defer wg.Done()
+				time.Sleep(weakDelay)
 				weak = a.do("PUT", "/v1/protections/"+env, admin, `{"approvals": 0, "expected_revision": 2}`)
 			}()
 			go func() {
 				defer wg.Done()
-				time.Sleep(time.Duration(i%8) * 150 * time.Microsecond)
+				time.Sleep(strongDelay)
 				a.do("PUT", "/v1/protections/"+env, admin, `{"approvals": 3, "expected_revision": 1}`)
 			}()
 			wg.Wait()
