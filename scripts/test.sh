@@ -140,6 +140,15 @@ run bash -c 'go build -o "$PROMPTD_SERVICES_DIR/promptd-ts" ./cmd/promptd &&
 	cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run lint && npm run build &&
 	export PROMPTD_BIN="$PROMPTD_SERVICES_DIR/promptd-ts" && npm test'
 
+section "integrations: each framework package under integrations/ (npm ci, eslint strict, tsc --strict, its tests against the real framework from npm and a real promptd)"
+for dir in integrations/*/; do
+	dir=${dir%/}
+	[ "$dir" != integrations/testkit ] && [ -f "$dir/package.json" ] || continue
+	echo "--- $dir"
+	run bash -c 'cd "$1" && npm ci --no-audit --no-fund --loglevel=error && npm run lint && npm run build &&
+		PROMPTD_BIN="$PROMPTD_SERVICES_DIR/promptd-ts" npm test' _ "$dir"
+done
+
 section "release: linux/amd64 artifacts from two clones of HEAD, byte for byte; the OCI image inspected and run (scripts/release-check.sh)"
 release_dir=$PROMPTD_SERVICES_DIR/release
 run env RELEASE_CHECK_KEEP="$release_dir" ./scripts/release-check.sh
