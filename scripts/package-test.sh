@@ -305,7 +305,7 @@ const bad = [];
 const allowed = [/^(LICENSE|README\.md|package\.json)$/, /^dist\/src\/[a-z0-9]+\.(js|d\.ts|js\.map)$/, /^src\/[a-z0-9]+\.ts$/];
 for (const f of files) if (!allowed.some((re) => re.test(f))) bad.push(`ships ${f}`);
 for (const f of files) if (/test|typecheck|bench|examples|eslint|tsconfig/.test(f)) bad.push(`ships ${f} (tests, checks or tooling)`);
-for (const f of ["LICENSE", "README.md", "dist/src/index.js", "dist/src/index.d.ts", "dist/src/langgraph.js", "dist/src/langgraph.d.ts"])
+for (const f of ["LICENSE", "README.md", "dist/src/index.js", "dist/src/index.d.ts"])
   if (!files.includes(f)) bad.push(`lacks ${f}`);
 const srcTs = fs.readdirSync(path.join(dir, "src")).filter((f) => f.endsWith(".ts"));
 for (const f of srcTs) {
