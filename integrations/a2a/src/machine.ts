@@ -13,6 +13,13 @@ export const A2A_STATES = [
 
 export type A2AState = (typeof A2A_STATES)[number];
 
+/**
+ * The one board state that is not an A2A state: a `submitted` task a replica
+ * holds through the board's claim (PromptdTaskStore.hold). Its task is still
+ * `submitted`; its first status change ends the hold only when it is terminal.
+ */
+export const HELD = "held";
+
 /** A task in one of these is done: the board refuses every write to it (409 invalid_transition). */
 export const TERMINAL_STATES: readonly A2AState[] = ["completed", "canceled", "failed", "rejected"];
 
@@ -42,10 +49,18 @@ export function allows(from: A2AState, to: A2AState): boolean {
   return TRANSITIONS[from].includes(to);
 }
 
+/** The A2A state a board state stands for (`held` is a held `submitted`). */
+export function a2aState(boardState: string): string {
+  return boardState === HELD ? "submitted" : boardState;
+}
+
 /**
- * The board definition (PUT /v1/boards/{board}). Its claim rule lets a replica
- * hold a `submitted` task while it works it (`submitted` -> `working`, a fence and
- * a TTL); a claim that runs out sends the task back to `submitted`, and one
+ * The board definition (PUT /v1/boards/{board}): the A2A states and
+ * transitions, plus `held`. Its claim rule lets a replica hold a `submitted` task
+ * (`submitted` -> `held`, a fence and a TTL; the server enters a claim's `to`
+ * state through a claim only, so `held` is its own state and `working` stays
+ * writable); from `held` the task moves on as from `submitted`, still held, until
+ * it ends. A claim that runs out sends the record back to `submitted`, one
  * claimed `maxAttempts` times ends `failed`.
  */
 export function boardDefinition(claim: { ttlMs?: number; maxAttempts?: number } = {}): {
@@ -54,13 +69,15 @@ export function boardDefinition(claim: { ttlMs?: number; maxAttempts?: number } 
 } {
   const transitions: Record<string, string[]> = {};
   for (const s of A2A_STATES) if (TRANSITIONS[s].length > 0) transitions[s] = [...TRANSITIONS[s]];
+  transitions["submitted"] = [HELD, ...TRANSITIONS.submitted];
+  transitions[HELD] = [...TRANSITIONS.submitted];
   return {
-    states: [...A2A_STATES],
+    states: [...A2A_STATES, HELD],
     initial: "submitted",
     transitions,
     terminal: [...TERMINAL_STATES],
     claim: {
-      from: "submitted", to: "working", ttl_ms: claim.ttlMs ?? 30_000, reclaim_to: "submitted",
+      from: "submitted", to: HELD, ttl_ms: claim.ttlMs ?? 30_000, reclaim_to: "submitted",
       max_attempts: claim.maxAttempts ?? 5, exhausted: "failed",
     },
   };
@@ -117,6 +134,6 @@ export async function checkTaskBoard(client: Client, board: string): Promise<voi
 function sameMachine(have: { states: string[]; initial: string; transitions: Record<string, string[]>; terminal: string[] }, want: ReturnType<typeof boardDefinition>): boolean {
   const set = (a: readonly string[]): string => [...a].sort().join(",");
   if (set(have.states) !== set(want.states) || have.initial !== want.initial || set(have.terminal) !== set(want.terminal)) return false;
-  for (const s of A2A_STATES) if (set(have.transitions[s] ?? []) !== set(want.transitions[s] ?? [])) return false;
+  for (const s of want.states) if (set(have.transitions[s] ?? []) !== set(want.transitions[s] ?? [])) return false;
   return true;
 }

@@ -12,7 +12,7 @@ import {
   type BoardRecord, type Client,
 } from "@promptd/client";
 import { IllegalTransitionError, TaskConflictError, TaskHeldError, TaskStoreError } from "./errors.js";
-import { boardState, checkTaskBoard, type A2AState } from "./machine.js";
+import { a2aState, boardState, checkTaskBoard, type A2AState } from "./machine.js";
 import { canon, mergeTask } from "./merge.js";
 
 type Obj = Record<string, unknown>;
@@ -70,6 +70,8 @@ export class PromptdTaskStore implements TaskStore {
   private readonly loaded = new WeakMap<Task, Seen>();
   private readonly held: Held = new Map();
   private checked: Promise<void> | undefined;
+  /** Counts, for metrics and tests: writes refused by the revision check, and saves that merged over another replica's write. */
+  readonly stats = { conflicts: 0, merges: 0 };
 
   constructor(opts: PromptdTaskStoreOptions) {
     this.client = opts.client;
@@ -128,28 +130,32 @@ export class PromptdTaskStore implements TaskStore {
           continue; // created in the initial state: now the task's own state
         }
         // another replica created it first
+        this.stats.conflicts++;
         if (this.onConflict === "refuse" || attempt >= this.maxAttempts) throw new TaskConflictError(task.id, created.seen.revision, attempt);
         cur = created.seen;
         want = mergeTask(undefined, ours, cur.task);
+        this.stats.merges++;
         continue;
       }
-      if (canon(want) === canon(cur.task) && to === cur.state) return; // nothing changed
+      const from = a2aState(cur.state);
+      if (canon(want) === canon(cur.task) && to === from) return; // nothing changed
       const fence = this.held.get(id);
       try {
         const rec = await this.client.updateRecord(this.board, id, {
           expectedRevision: cur.revision,
           payload: { v: 1, ...scope, task: want } satisfies Payload,
-          ...(to !== cur.state ? { state: to } : {}),
+          ...(to !== from ? { state: to } : {}),
           ...(fence !== undefined ? { fence } : {}),
         });
         this.remember(id, rec);
         if (TERMINAL.has(rec.state)) this.held.delete(id);
         return;
       } catch (e) {
-        if (e instanceof InvalidTransitionError) throw new IllegalTransitionError(task.id, cur.state, to);
+        if (e instanceof InvalidTransitionError) throw new IllegalTransitionError(task.id, from, to);
         if (e instanceof ClaimedError) throw new TaskHeldError(task.id, e.fields.owner);
         if (e instanceof StaleFenceError || e instanceof ClaimExpiredError) { this.held.delete(id); throw new TaskHeldError(task.id, ""); }
         if (!(e instanceof RevisionConflictError)) throw e;
+        this.stats.conflicts++;
         if (this.onConflict === "refuse" || attempt >= this.maxAttempts) throw new TaskConflictError(task.id, e.fields.current_revision, attempt);
       }
       // another replica wrote since cur: read it and lay ours over it
@@ -157,6 +163,7 @@ export class PromptdTaskStore implements TaskStore {
       if (latest === undefined) { cur = undefined; want = ours; continue; }
       cur = latest;
       want = mergeTask(base?.task, ours, latest.task);
+      this.stats.merges++;
     }
   }
 
@@ -201,11 +208,12 @@ export class PromptdTaskStore implements TaskStore {
   }
 
   /**
-   * Holds a `submitted` task for this replica: the board's claim moves it to
-   * `working` with a new fence and a TTL, and until it ends every other replica's
-   * write is refused (TaskHeldError). The task's own status is then `working` too.
-   * A claim that runs out (no heartbeat within ttlMs) sends the task back to
-   * `submitted` for another replica.
+   * Holds a `submitted` task for this replica: the board's claim moves its record
+   * to `held` with a new fence and a TTL (the task itself stays `submitted`), and
+   * this store's writes carry the fence from then on. Until the task ends every
+   * other replica's write is refused (TaskHeldError: 423 claimed); a claim that
+   * runs out (no heartbeat within ttlMs) sends the record back to `submitted`, and
+   * the old holder's next write is refused (stale fence).
    */
   async hold(taskId: string, context: ServerCallContext, holder: string, ttlMs?: number): Promise<{ fence: number }> {
     await this.ready();
@@ -214,17 +222,12 @@ export class PromptdTaskStore implements TaskStore {
       method: "POST", path: `/v1/boards/${encodeURIComponent(this.board)}/records/${encodeURIComponent(id)}/claim`,
       body: { holder, ...(ttlMs !== undefined ? { ttl_ms: ttlMs } : {}) }, idempotent: true,
     }).catch((e: unknown) => {
-      if (e instanceof InvalidTransitionError) throw new IllegalTransitionError(taskId, e.fields.state ?? "", "working");
+      if (e instanceof InvalidTransitionError) throw new IllegalTransitionError(taskId, a2aState(e.fields.state ?? ""), "held");
       if (e instanceof ClaimedError) throw new TaskHeldError(taskId, e.fields.owner);
       throw e;
     });
     this.held.set(id, a.fence);
-    const s = this.remember(id, a.record);
-    if (s !== undefined && stateOf(s.task) !== "working") {
-      // the claim moved the record; the task's status follows it
-      const task = Task.fromJSON({ ...s.task, status: { ...(s.task["status"] as Obj | undefined), state: "TASK_STATE_WORKING" } });
-      await this.save(task, context);
-    }
+    this.remember(id, a.record);
     return { fence: a.fence };
   }
 
