@@ -64,7 +64,10 @@ export class Barrier {
         this.met = true;
         for (const w of this.waiting) w();
         this.waiting = [];
-      } else setTimeout(resolve, this.timeoutMs);
+      } else {
+        // Gone when the wait ends: a later arrival does not count as met.
+        setTimeout(() => { this.waiting = this.waiting.filter((w) => w !== resolve); resolve(); }, this.timeoutMs);
+      }
     });
   }
 }
