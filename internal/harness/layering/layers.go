@@ -30,6 +30,8 @@ var Layers = [][]string{
 	// 8: the application layer: the embeddable runtime, and the Go client
 	// (it reads bundles; it must never reach a store).
 	{"", "api/client"},
+	// 8b: the MCP server over the runtime (the transport mounts it).
+	{"mcpserver"},
 	// 9: the transport.
 	{"api"},
 	// 10: commands and examples.
