@@ -48,7 +48,7 @@ test("store: a full task (history, artifacts, metadata) round-trips through the 
   assert.deepEqual(json(got), json(t));
   const raw = got.history[0]?.parts[1]?.content;
   assert.equal(raw?.$case, "raw");
-  assert.deepEqual([...(raw.value as Buffer)], [0, 1, 2, 250, 255]);
+  assert.deepEqual([...raw.value], [0, 1, 2, 250, 255]);
   const rec = await pd.runtime.getRecord(board, a.recordId(t.id, ctx()));
   assert.equal(rec.state, "submitted");
   assert.equal(rec.revision, 1);
