@@ -118,8 +118,8 @@ export const asJSON = (items: unknown): unknown => JSON.parse(JSON.stringify(ite
 /** The kinds of items, `role` for messages and `type` for the rest. */
 export const kinds = (items: AgentInputItem[]): string[] =>
   items.map((i) => {
-    const r = i as Record<string, unknown>;
-    return r["type"] === "message" || r["type"] === undefined ? String(r["role"]) : String(r["type"]);
+    const r = i as { type?: string; role?: string };
+    return r.type === "message" || r.type === undefined ? String(r.role) : r.type;
   });
 
 /** The texts of the user messages, in order. */
