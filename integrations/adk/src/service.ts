@@ -261,7 +261,7 @@ export class PromptdSessionService extends BaseSessionService {
     if (event.partial) return event;
     const track = this.tracks.get(session);
     if (!track) throw new Error("appendEvent: the Session was not read from this PromptdSessionService (createSession or getSession)");
-    const delta = persisted(event.actions.stateDelta);
+    const delta = persisted(event.actions?.stateDelta);
     const held = this.held(session.id);
     if (held?.lostError) throw held.lostError;
 
