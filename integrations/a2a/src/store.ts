@@ -32,7 +32,7 @@ export interface PromptdTaskStoreOptions {
   maxAttempts?: number;
   /** The owner a task belongs to (default: the SDK's resolveUserScope, the user's name). */
   ownerResolver?: OwnerResolver;
-  /** How many tasks' last-read revisions to remember (default 10,000). */
+  /** How many tasks' read revisions to remember (default 10,000). */
   cacheSize?: number;
   /** Check on first use that the board has the A2A machine (default true). */
   checkBoard?: boolean;
@@ -65,6 +65,13 @@ export class PromptdTaskStore implements TaskStore {
   private readonly maxAttempts: number;
   private readonly ownerOf: OwnerResolver;
   private readonly cacheSize: number;
+  /**
+   * Per record, the base of a save whose task object load did not return: the
+   * OLDEST version this store read since it last wrote the record (or what it
+   * wrote). An older base only costs a conflict and a merge; a newer one (a
+   * getTask that read another replica's write while a save was being prepared)
+   * would let the save overwrite that write unseen.
+   */
   private readonly seen = new Map<string, Seen>();
   /** The exact base of a task object load returned (the handler mutates it and saves it back). */
   private readonly loaded = new WeakMap<Task, Seen>();
@@ -105,7 +112,7 @@ export class PromptdTaskStore implements TaskStore {
       if (e instanceof RecordNotFoundError) { this.seen.delete(id); return undefined; }
       throw e;
     }
-    const s = this.remember(id, rec);
+    const s = this.remember(id, rec, false);
     if (s === undefined) return undefined;
     const task = Task.fromJSON(s.task);
     this.loaded.set(task, s);
@@ -147,7 +154,7 @@ export class PromptdTaskStore implements TaskStore {
           ...(to !== from ? { state: to } : {}),
           ...(fence !== undefined ? { fence } : {}),
         });
-        this.remember(id, rec);
+        this.remember(id, rec, true);
         if (TERMINAL.has(rec.state)) this.held.delete(id);
         return;
       } catch (e) {
@@ -227,7 +234,7 @@ export class PromptdTaskStore implements TaskStore {
       throw e;
     });
     this.held.set(id, a.fence);
-    this.remember(id, a.record);
+    this.remember(id, a.record, true);
     return { fence: a.fence };
   }
 
@@ -254,26 +261,28 @@ export class PromptdTaskStore implements TaskStore {
     const a = await this.client.http.do<BoardRecord>({
       method: "POST", path: `/v1/boards/${encodeURIComponent(this.board)}/records`, body: { id, payload }, idempotent: true,
     });
-    const s = this.remember(id, a.body);
+    const s = this.remember(id, a.body, true);
     if (s === undefined) throw new TaskStoreError(`record ${id} on board ${this.board} is not an A2A task record`);
     return { fresh: a.status === 201, seen: s };
   }
 
   private async read(id: string): Promise<Seen | undefined> {
     try {
-      return this.remember(id, await this.client.getRecord(this.board, id));
+      return this.remember(id, await this.client.getRecord(this.board, id), false);
     } catch (e) {
       if (e instanceof RecordNotFoundError) return undefined;
       throw e;
     }
   }
 
-  private remember(id: string, rec: BoardRecord): Seen | undefined {
+  /** rec as a Seen; kept as the record's fallback base when this store wrote it, or has none since its last write. */
+  private remember(id: string, rec: BoardRecord, wrote: boolean): Seen | undefined {
     const p = payloadOf(rec);
     if (p === undefined) return undefined;
     const s: Seen = { revision: rec.revision, state: rec.state, task: p.task };
+    const kept = this.seen.get(id);
     this.seen.delete(id);
-    this.seen.set(id, s);
+    this.seen.set(id, wrote || kept === undefined || kept.revision > s.revision ? s : kept);
     if (this.seen.size > this.cacheSize) {
       const oldest = this.seen.keys().next();
       if (!oldest.done) this.seen.delete(oldest.value);

@@ -225,3 +225,23 @@ test("replicas: a replica holding a task (the board's claim) is the only one tha
   assert.equal(end.state, "completed");
   assert.equal(end.owner, null, "reaching a terminal state ends the hold");
 });
+
+test("replicas: a save prepared from an older read still merges when a later read on the same replica saw another replica's write", async () => {
+  const board = await newBoard();
+  const a = new PromptdTaskStore({ client: pd.runtime, board });
+  const b = new PromptdTaskStore({ client: pd.runtime, board });
+  const id = uniq("task");
+  await a.save(seed(id), ctx());
+  const read = await a.load(id, ctx()); // what A's save is prepared from
+  assert.ok(read);
+  const tb = await b.load(id, ctx());
+  assert.ok(tb);
+  tb.metadata = { ...tb.metadata, b: 2 };
+  await b.save(tb, ctx()); // B writes meanwhile
+  assert.equal((await a.load(id, ctx()))?.metadata?.["b"], 2); // a getTask on A reads B's write
+  const ours = structuredClone(read); // a new object (as the SDK's ResultManager makes for a task event)
+  ours.metadata = { ...ours.metadata, a: 1 };
+  await a.save(ours, ctx());
+  assert.deepEqual((await b.load(id, ctx()))?.metadata, { seed: true, a: 1, b: 2 });
+  assert.equal(a.stats.conflicts, 1, "A's write was checked against the revision it was prepared from");
+});
