@@ -7,26 +7,34 @@ import (
 	"unicode/utf8"
 )
 
-// Bind checks assemble-time variables against the config's declarations:
-// values must be strings; a required variable without a value is missing;
-// defaults fill the rest; undeclared extras are ignored.
+// Bind checks assemble-time variables against the config's declarations
+// and renders each as its template text: a value must be of its
+// variable's type (a JSON string for an untyped one), else
+// invalid_variable; a required variable without a value (or with null)
+// is missing_variable; defaults fill the rest; undeclared extras are
+// ignored.
 func (c *Config) Bind(vars map[string]json.RawMessage) (map[string]string, error) {
 	out := make(map[string]string, len(c.Variables))
 	for _, name := range c.VariableNames() {
 		decl := c.Variables[name]
 		raw, given := vars[name]
 		if given && string(raw) != "null" {
-			var s string
-			if err := json.Unmarshal(raw, &s); err != nil {
+			s, err := decl.render(raw)
+			if err != nil {
 				return nil, &InvalidError{Code: CodeInvalidVariable, Variable: name, Field: "variables." + name,
-					Detail: fmt.Sprintf("variable %s must be a string", name)}
+					Detail: fmt.Sprintf("variable %s must be %s", name, decl.expected())}
 			}
 			out[name] = s
 			continue
 		}
 		switch {
-		case decl.Default != nil:
-			out[name] = *decl.Default
+		case decl.hasDefault():
+			s, err := decl.render(decl.Default)
+			if err != nil { // a version published before its type was checked
+				return nil, &InvalidError{Code: CodeInvalidVariable, Variable: name, Field: "variables." + name,
+					Detail: fmt.Sprintf("variable %s's default is not %s", name, decl.expected())}
+			}
+			out[name] = s
 		case decl.Required:
 			return nil, &InvalidError{Code: CodeMissingVariable, Variable: name, Field: "variables." + name,
 				Detail: fmt.Sprintf("required variable %s is missing", name)}

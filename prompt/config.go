@@ -34,11 +34,15 @@ type ChatMessage struct {
 	Content string `json:"content"`
 }
 
-// Variable declares a template variable.
+// Variable declares a template variable: its type (none: a string), an
+// enum's values, whether assemble requires it, a default of its type (a
+// JSON value), and a description (shown in forms and as an MCP argument's).
 type Variable struct {
-	Required    bool    `json:"required,omitempty"`
-	Default     *string `json:"default,omitempty"`
-	Description string  `json:"description,omitempty"`
+	Type        string          `json:"type,omitempty"`
+	Values      []string        `json:"values,omitempty"`
+	Required    bool            `json:"required,omitempty"`
+	Default     json.RawMessage `json:"default,omitempty"`
+	Description string          `json:"description,omitempty"`
 }
 
 // Limits on a config. MaxConfigBytes bounds its canonical JSON however it
@@ -193,9 +197,12 @@ func (c *Config) validate() error {
 			return invalid(CodeInvalidConfig, fmt.Sprintf("config.skills[%d].name", i), "name is required")
 		}
 	}
-	for name := range c.Variables {
+	for _, name := range c.VariableNames() {
 		if !validVarName(name) {
 			return invalid(CodeInvalidConfig, "config.variables."+name, "variable names are [A-Za-z_][A-Za-z0-9_]*")
+		}
+		if err := c.Variables[name].validate(name); err != nil {
+			return err
 		}
 	}
 	for _, t := range c.templates() {

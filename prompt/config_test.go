@@ -82,7 +82,7 @@ func TestParseConfig_rejects(t *testing.T) {
 		{`{"system":"x","memory":[1]}`, CodeInvalidConfig, "config.memory"},
 		{`{"system":"x","model":"gpt"}`, CodeInvalidConfig, "config.model"},
 		{`{"system":"x","variables":{"a b":{}}}`, CodeInvalidConfig, "config.variables.a b"},
-		{`{"system":"x","variables":{"a":{"default":1}}}`, CodeInvalidConfig, "config.variables"},
+		{`{"system":"x","variables":{"a":{"default":1}}}`, CodeInvalidConfig, "config.variables.a.default"},
 		{`{"system":"Hi {{who}}"}`, CodeUndeclaredVariable, "config.system"},
 		{`{"system":"x","skills":[{"name":"s","instructions":"{{ y }}"}]}`, CodeUndeclaredVariable, "config.skills[0].instructions"},
 		{`{"system":"x","memory":["{{z}}"]}`, CodeUndeclaredVariable, "config.memory[0]"},

@@ -103,6 +103,18 @@ const full = `{"system": "You are {{persona}} for {{company}}.",
  "model": {"name": "gpt-4o", "temperature": 0.2, "max_completion_tokens": 256, "top_p": 1.0},
  "variables": {"persona": {"required": true}, "company": {"default": "ACME"}, "refund_days": {"default": "30"}, "plan": {"default": "free"}}}`
 
+// typedVars is a config with one variable of each type, rendered into
+// the system message, a memory item and a chat message.
+const typedVars = `{"system": "seats={{seats}} trial={{trial}} plan={{plan}} regions={{regions}} name={{name}}",
+ "memory": ["discount {{discount}}"],
+ "messages": [{"role": "user", "content": "{{regions}} / {{plan}}"}],
+ "variables": {"seats": {"type": "number", "required": true, "description": "licensed seats"},
+  "discount": {"type": "number", "default": 0.25},
+  "trial": {"type": "boolean", "default": false},
+  "plan": {"type": "enum", "values": ["free", "pro", "enterprise"], "default": "free"},
+  "regions": {"type": "string_list", "default": ["eu"]},
+  "name": {"type": "string", "default": "Ada"}}}`
+
 // template is a one-version bundle whose system is tmpl, with the
 // variables x, other and name declared (x and name without default).
 func template(tmpl string) bundle.Bundle {
@@ -124,6 +136,7 @@ func Cases() []Vector {
 		return func(r *Request) { r.History, r.MaxHistoryTurns = h, max }
 	}
 	fullVars := withVars(vars("persona", `"a support agent"`))
+	typedBundle := one(map[int]string{1: typedVars}, 1, nil, nil)
 	vs := []Vector{
 		// The env pointer.
 		{Name: "pointer/plain", Bundle: one(twoVersions, 2, nil, nil), Request: req()},
@@ -192,6 +205,30 @@ func Cases() []Vector {
 		{Name: "error/missing-variable", Bundle: one(map[int]string{1: full}, 1, nil, nil), Request: req(withVars(vars("company", `"X"`)))},
 		{Name: "error/invalid-variable-number", Bundle: one(map[int]string{1: full}, 1, nil, nil), Request: req(withVars(vars("persona", `42`)))},
 		{Name: "error/invalid-variable-object", Bundle: one(map[int]string{1: full}, 1, nil, nil), Request: req(withVars(vars("persona", `"a"`, "plan", `{"a":1}`)))},
+
+		// Typed variables: each type's rendering, defaults of each type,
+		// and each wrong value a 422 naming its variable.
+		{Name: "variables/typed-defaults", Description: "a number, boolean, enum, list and string default, rendered",
+			Bundle: typedBundle, Request: req(withVars(vars("seats", `12`)))},
+		{Name: "variables/typed-values", Description: "numbers in ECMAScript's Number::toString form (1.50 -> 1.5, 1e3 -> 1000), lists joined by \", \"",
+			Bundle: typedBundle, Request: req(withVars(vars("seats", `1e3`, "discount", `1.50`, "trial", `true`, "plan", `"enterprise"`,
+				"regions", `["eu", "us-east", "ap"]`, "name", `"Zoë"`)))},
+		{Name: "variables/typed-number-forms", Description: "-0 -> 0, 0.0000001 -> 1e-7, 1e21 -> 1e+21",
+			Bundle: typedBundle, Request: req(withVars(vars("seats", `-0`, "discount", `0.0000001`, "trial", `false`)))},
+		{Name: "variables/typed-big-number", Description: "a number is a double: 12345678901234567890 -> 12345678901234567000, 1e21 -> 1e+21",
+			Bundle: typedBundle, Request: req(withVars(vars("seats", `12345678901234567890`, "discount", `1e21`)))},
+		{Name: "variables/typed-empty-list-and-null", Description: "an empty list renders empty; null takes the default",
+			Bundle: typedBundle, Request: req(withVars(vars("seats", `1`, "regions", `[]`, "plan", `null`)))},
+		{Name: "error/typed-missing-required", Bundle: typedBundle, Request: req(withVars(vars("plan", `"pro"`)))},
+		{Name: "error/typed-number-as-string", Bundle: typedBundle, Request: req(withVars(vars("seats", `"12"`)))},
+		{Name: "error/typed-number-as-boolean", Bundle: typedBundle, Request: req(withVars(vars("seats", `true`)))},
+		{Name: "error/typed-number-out-of-range", Bundle: typedBundle, Request: req(withVars(vars("seats", `1e400`)))},
+		{Name: "error/typed-boolean-as-string", Bundle: typedBundle, Request: req(withVars(vars("seats", `1`, "trial", `"true"`)))},
+		{Name: "error/typed-enum-unknown-value", Bundle: typedBundle, Request: req(withVars(vars("seats", `1`, "plan", `"gold"`)))},
+		{Name: "error/typed-list-as-string", Bundle: typedBundle, Request: req(withVars(vars("seats", `1`, "regions", `"eu, us"`)))},
+		{Name: "error/typed-list-with-null", Bundle: typedBundle, Request: req(withVars(vars("seats", `1`, "regions", `["eu", null]`)))},
+		{Name: "error/typed-list-with-number", Bundle: typedBundle, Request: req(withVars(vars("seats", `1`, "regions", `["eu", 1]`)))},
+		{Name: "error/typed-string-as-list", Bundle: typedBundle, Request: req(withVars(vars("seats", `1`, "name", `["Ada"]`)))},
 
 		// Assembly order and history.
 		{Name: "assemble/skills-memory-messages-order", Bundle: one(map[int]string{1: full}, 1, nil, nil), Request: req(fullVars)},

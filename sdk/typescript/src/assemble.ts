@@ -4,7 +4,7 @@
 // server finds scanning UTF-8 bytes.
 
 import { InvalidConfigError, InvalidVariableError, MissingVariableError } from "./errors.js";
-import type { AssembledPlain, Message, OpenAIChatBody, OpenAIMessage, PromptConfig, ReleaseTrace } from "./types.js";
+import type { AssembledPlain, Message, OpenAIChatBody, OpenAIMessage, PromptConfig, ReleaseTrace, VariableSpec } from "./types.js";
 
 const isNameStart = (c: number): boolean => c === 95 || (c >= 97 && c <= 122) || (c >= 65 && c <= 90);
 const isDigit = (c: number): boolean => c >= 48 && c <= 57;
@@ -48,20 +48,65 @@ export function render(s: string, vars: Readonly<Record<string, string>>): strin
   return out;
 }
 
-/** Binds assemble-time variables: strings only, required ones present, defaults filled, extras ignored. */
+/** Limits on a value, as the server's. */
+const MAX_LIST_ITEMS = 1024;
+
+/** What a value of the declaration's type is, for errors. */
+function expected(decl: VariableSpec): string {
+  switch (decl.type) {
+    case "number": return "a number";
+    case "boolean": return "true or false";
+    case "enum": return "one of " + (decl.values ?? []).join(", ");
+    case "string_list": return `a list of at most ${MAX_LIST_ITEMS} strings`;
+    default: return "a string";
+  }
+}
+
+/**
+ * A value's text in a template, as the server writes it: a number as
+ * ECMAScript's Number::toString (String(n)), a boolean as true/false, an
+ * enum as its value, a string list joined by ", ". undefined: not of the
+ * declaration's type.
+ */
+export function renderValue(decl: VariableSpec, v: unknown): string | undefined {
+  switch (decl.type) {
+    case "number":
+      return typeof v === "number" && Number.isFinite(v) ? String(v) : undefined;
+    case "boolean":
+      return typeof v === "boolean" ? String(v) : undefined;
+    case "string_list":
+      if (!Array.isArray(v) || v.length > MAX_LIST_ITEMS || !v.every((x) => typeof x === "string")) return undefined;
+      return v.join(", ");
+    case "enum":
+      return typeof v === "string" && (decl.values ?? []).includes(v) ? v : undefined;
+    default:
+      return typeof v === "string" ? v : undefined;
+  }
+}
+
+/**
+ * Binds assemble-time variables: each value of its variable's type (a
+ * string when untyped), required ones present, defaults filled, extras
+ * ignored; each rendered as its template text.
+ */
 export function bind(cfg: PromptConfig, given: Readonly<Record<string, unknown>> = {}): Record<string, string> {
   const out: Record<string, string> = {};
   const names = Object.keys(cfg.variables ?? {}).sort();
   for (const name of names) {
-    const decl = cfg.variables?.[name] ?? {};
+    const decl: VariableSpec = cfg.variables?.[name] ?? {};
     const v = Object.prototype.hasOwnProperty.call(given, name) ? given[name] : undefined;
     if (v !== undefined && v !== null) {
-      if (typeof v !== "string") {
-        throw new InvalidVariableError(422, "invalid_variable", `variable ${name} must be a string`, { variable: name, field: `variables.${name}` });
+      const s = renderValue(decl, v);
+      if (s === undefined) {
+        throw new InvalidVariableError(422, "invalid_variable", `variable ${name} must be ${expected(decl)}`, { variable: name, field: `variables.${name}` });
       }
-      out[name] = v;
+      out[name] = s;
     } else if (decl.default !== undefined && decl.default !== null) {
-      out[name] = decl.default;
+      const s = renderValue(decl, decl.default);
+      if (s === undefined) {
+        throw new InvalidVariableError(422, "invalid_variable", `variable ${name}'s default is not ${expected(decl)}`, { variable: name, field: `variables.${name}` });
+      }
+      out[name] = s;
     } else if (decl.required) {
       throw new MissingVariableError(422, "missing_variable", `required variable ${name} is missing`, { variable: name, field: `variables.${name}` });
     }

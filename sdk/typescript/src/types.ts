@@ -25,7 +25,23 @@ export interface PromptConfig {
   memory?: string[];
   messages?: { role: "user" | "assistant" | "system"; content: string }[];
   model?: ModelConfig;
-  variables?: Record<string, { required?: boolean; default?: string; description?: string }>;
+  variables?: Record<string, VariableSpec>;
+}
+
+/** A variable's type; none declared is a string. */
+export type VariableType = "string" | "number" | "boolean" | "enum" | "string_list";
+
+/** A declared template variable. */
+export interface VariableSpec {
+  /** Absent: a string. */
+  type?: VariableType;
+  /** An enum's allowed values. */
+  values?: string[];
+  /** Assemble without a value: `422 missing_variable`. */
+  required?: boolean;
+  /** The value when the caller gives none, of the variable's type. */
+  default?: VariableValue;
+  description?: string;
 }
 
 /** A merged version's parents: the base its author started from, the latest it was merged over. */
@@ -168,8 +184,11 @@ export interface OpenAIChatBody {
   parallel_tool_calls?: boolean;
 }
 
+/** A value for a variable: of its declared type (a string when untyped); null is none. */
+export type VariableValue = string | number | boolean | string[] | null;
+
 export interface AssembleRequest extends Caller {
-  variables?: Record<string, string>;
+  variables?: Record<string, VariableValue>;
   history?: boolean;
   maxHistoryTurns?: number;
 }

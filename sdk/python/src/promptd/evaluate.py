@@ -17,7 +17,9 @@ evaluation"). Pure functions, no I/O; LocalPrompts keeps the bundle current.
 
 from __future__ import annotations
 
+import decimal
 import hashlib
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
@@ -256,9 +258,73 @@ def resolve_view(view: EnvView, user_id: Optional[str] = None, session_id: Optio
                       release=trace, pinned=pinned)
 
 
+MAX_LIST_ITEMS = 1024
+
+
+def _expected(decl: Mapping[str, Any]) -> str:
+    t = decl.get("type")
+    if t == "number":
+        return "a number"
+    if t == "boolean":
+        return "true or false"
+    if t == "enum":
+        return "one of " + ", ".join(str(x) for x in decl.get("values") or [])
+    if t == "string_list":
+        return f"a list of at most {MAX_LIST_ITEMS} strings"
+    return "a string"
+
+
+def format_number(f: float) -> str:
+    """ECMAScript's Number::toString of a double (what JavaScript's
+    String(n) and the server write): the shortest digits that round-trip,
+    plain from 1e-6 up to 1e21, exponent form beyond ("1e+21", "1.5e-7");
+    -0 as "0"."""
+    if f == 0:
+        return "0"
+    r = repr(f)  # the shortest digits; in exponent form below 1e-4 and from 1e16
+    if abs(f) >= 1e21 or abs(f) < 1e-6:
+        mant, _, exp = r.partition("e")
+        if mant.endswith(".0"):
+            mant = mant[:-2]
+        n = int(exp)
+        return f"{mant}e{'+' if n >= 0 else '-'}{abs(n)}"
+    s = format(decimal.Decimal(r), "f")
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    return s
+
+
+def render_value(decl: Mapping[str, Any], v: Any) -> Optional[str]:
+    """A value's text in a template, as the server writes it; None: not of
+    the declaration's type (a string when it declares none)."""
+    t = decl.get("type")
+    if t == "number":
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return None
+        try:
+            f = float(v)
+        except OverflowError:
+            return None
+        if math.isinf(f) or math.isnan(f):
+            return None
+        return format_number(f)
+    if t == "boolean":
+        return ("true" if v else "false") if isinstance(v, bool) else None
+    if t == "string_list":
+        if not isinstance(v, (list, tuple)) or len(v) > MAX_LIST_ITEMS or not all(isinstance(x, str) for x in v):
+            return None
+        return ", ".join(v)
+    if not isinstance(v, str):
+        return None
+    if t == "enum" and v not in (decl.get("values") or []):
+        return None
+    return v
+
+
 def bind(config: Mapping[str, Any], variables: Optional[Mapping[str, Any]]) -> dict[str, str]:
-    """Values must be strings; a required variable without one is missing;
-    defaults fill the rest; undeclared extras are ignored."""
+    """Each value of its variable's type (a string when untyped); a required
+    variable without one is missing; defaults fill the rest; undeclared
+    extras are ignored. Each value is rendered as its template text."""
     given = variables or {}
     out: dict[str, str] = {}
     decls = config.get("variables") or {}
@@ -266,12 +332,17 @@ def bind(config: Mapping[str, Any], variables: Optional[Mapping[str, Any]]) -> d
         decl = decls[name] or {}
         v = given.get(name)
         if v is not None:
-            if not isinstance(v, str):
-                raise _err("invalid_variable", 422, f"variable {name} must be a string", variable=name,
+            s = render_value(decl, v)
+            if s is None:
+                raise _err("invalid_variable", 422, f"variable {name} must be {_expected(decl)}", variable=name,
                            field=f"variables.{name}")
-            out[name] = v
-        elif isinstance(decl.get("default"), str):
-            out[name] = decl["default"]
+            out[name] = s
+        elif decl.get("default") is not None:
+            s = render_value(decl, decl["default"])
+            if s is None:
+                raise _err("invalid_variable", 422, f"variable {name}'s default is not {_expected(decl)}",
+                           variable=name, field=f"variables.{name}")
+            out[name] = s
         elif decl.get("required"):
             raise _err("missing_variable", 422, f"required variable {name} is missing", variable=name,
                        field=f"variables.{name}")
