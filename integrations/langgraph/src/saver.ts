@@ -320,13 +320,17 @@ export class PromptdSaver extends BaseCheckpointSaver {
   }
 
   /** The holding the owner's write uses: its own, or one taken now. */
-  private async holdingFor(owner: object, threadId: string): Promise<Holding> {
+  private async holdingFor(owner: object, threadId: string, newHead?: string): Promise<Holding> {
     const r = this.run(owner, threadId);
+    const mine = (h: Holding): Holding => {
+      if (newHead !== undefined) this.localHead.set(threadId, newHead);
+      return h;
+    };
     if (r.holding?.lost) throw r.holding.lost;
-    if (r.holding && !r.holding.released) return r.holding;
+    if (r.holding && !r.holding.released) return mine(r.holding);
     return this.locked(threadId, async () => {
       if (r.holding?.lost) throw r.holding.lost;
-      if (r.holding && !r.holding.released) return r.holding;
+      if (r.holding && !r.holding.released) return mine(r.holding);
       const cur = this.current.get(threadId);
       const expected = this.expectedHead(r);
       let mode = this.leaseMode;
@@ -351,7 +355,7 @@ export class PromptdSaver extends BaseCheckpointSaver {
           throw h.lost!;
         }
       }
-      return h;
+      return mine(h);
     });
   }
 
@@ -423,8 +427,8 @@ export class PromptdSaver extends BaseCheckpointSaver {
   }
 
   /** Creates an entry; a tombstone (deleted entry) under the key is overwritten. */
-  private async create(owner: object, threadId: string, key: string, value: Stored, fenceField: (f: number) => void): Promise<void> {
-    fenceField(this.fenced ? ((await this.holdingFor(owner, threadId)).fence) : 0);
+  private async create(owner: object, threadId: string, key: string, value: Stored, fenceField: (f: number) => void, newHead?: string): Promise<void> {
+    fenceField(this.fenced ? ((await this.holdingFor(owner, threadId, newHead)).fence) : 0);
     try {
       await this.write(owner, threadId, key, value, 0);
     } catch (err) {
@@ -551,7 +555,6 @@ export class PromptdSaver extends BaseCheckpointSaver {
     const { threadId, ns } = this.target(config);
     const owner = this.ownerOf(config);
     const parent = (conf(config)["checkpoint_id"] as string | undefined) ?? null;
-    if (ns === "") this.localHead.set(threadId, checkpoint.id);
     const { channel_values: values, ...rest } = checkpoint;
     const blobs: Record<string, Blob> = {};
     for (const ch of Object.keys(newVersions)) {
@@ -561,7 +564,7 @@ export class PromptdSaver extends BaseCheckpointSaver {
     }
     const [[t, bytes], [mt, mbytes]] = await Promise.all([this.serde.dumpsTyped({ ...rest, channel_values: {} }), this.serde.dumpsTyped(metadata)]);
     const stored: StoredCheckpoint = { k: "c", thread: threadId, ns, id: checkpoint.id, parent, t, d: b64(bytes), mt, md: b64(mbytes), blobs, f: 0 };
-    await this.create(owner, threadId, `c.${nsTag(ns)}.${idPart(checkpoint.id)}`, stored, (f) => { stored.f = f; });
+    await this.create(owner, threadId, `c.${nsTag(ns)}.${idPart(checkpoint.id)}`, stored, (f) => { stored.f = f; }, ns === "" ? checkpoint.id : undefined);
     if (ns === "" && owner !== this.direct) this.run(owner, threadId).lastWritten = checkpoint.id;
     return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
   }

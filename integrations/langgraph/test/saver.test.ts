@@ -1,0 +1,113 @@
+// PromptdSaver as a drop-in checkpointer: plain graph.invoke, no wrapper.
+// Two concurrent runs on one thread (a node that awaits, so they overlap):
+// one is refused with a ThreadLeaseError and the thread's history stays
+// linear. The CONTROL runs the same two runs through a saver that writes
+// without lease or fence: the thread forks (a checkpoint with two children).
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { uniq } from "@promptd/testkit";
+import { PromptdSaver, ThreadLeaseError, ThreadBusyError, CheckpointFencedError } from "../src/index.js";
+import { startEnv, type Env } from "./setup.js";
+import { buildGraph, history, maxChildren, gate } from "./graph.js";
+
+/** CONTROL ONLY: the same saver writing without lease or fence. */
+class UnfencedSaver extends PromptdSaver {
+  protected override get fenced(): boolean {
+    return false;
+  }
+}
+
+let e: Env;
+before(async () => { e = await startEnv(); });
+after(async () => { await e.pd.stop(); });
+
+const saverOpts = () => ({ client: e.rt, agent: e.agent, env: e.env, sessionPrefix: uniq("s").replace(/-/g, "") + "-" });
+
+async function twoConcurrentRuns(saver: PromptdSaver) {
+  const graph = buildGraph(saver, { actMs: 400 });
+  const threadId = uniq("thread");
+  // A first run gives the thread a head both concurrent runs start from.
+  await graph.invoke({ log: ["start"] }, { configurable: { thread_id: threadId, run: "first" } });
+  const settled = await Promise.allSettled([
+    graph.invoke({ log: ["A"] }, { configurable: { thread_id: threadId, run: "A" } }),
+    graph.invoke({ log: ["B"] }, { configurable: { thread_id: threadId, run: "B" } }),
+  ]);
+  return { threadId, settled, h: await history(saver, threadId) };
+}
+
+test("two concurrent graph.invoke on one thread: one is refused with a ThreadLeaseError, the history stays linear", async () => {
+  const saver = new PromptdSaver(saverOpts());
+  const { settled, h } = await twoConcurrentRuns(saver);
+  const rejected = settled.filter((s) => s.status === "rejected");
+  const fulfilled = settled.filter((s) => s.status === "fulfilled");
+  console.log(`fenced: ${String(fulfilled.length)} fulfilled, ${String(rejected.length)} rejected (${rejected.map((r) => (r.reason as Error).name).join(",")}); ${String(h.ids.length)} checkpoints, max children ${String(maxChildren(h))}`);
+  assert.equal(fulfilled.length, 1);
+  assert.equal(rejected.length, 1);
+  assert.ok(rejected[0]!.reason instanceof ThreadLeaseError, String(rejected[0]!.reason));
+  assert.equal(maxChildren(h), 1, "every checkpoint has at most one child");
+  await saver.close();
+});
+
+test("CONTROL: the same two runs with the fence disabled fork the thread (a checkpoint with two children)", async () => {
+  const saver = new UnfencedSaver(saverOpts());
+  const { settled, h } = await twoConcurrentRuns(saver);
+  console.log(`unfenced: ${settled.map((s) => s.status).join(",")}; ${String(h.ids.length)} checkpoints, max children ${String(maxChildren(h))}`);
+  assert.ok(settled.every((s) => s.status === "fulfilled"));
+  assert.equal(maxChildren(h), 2, "a parent with two children: the thread forked");
+});
+
+test("sequential runs on one thread continue one chain; a second saver (another process) is refused while a run holds the thread", async () => {
+  const saver = new PromptdSaver(saverOpts());
+  const other = new PromptdSaver({ ...saverOpts(), sessionPrefix: saver.sessionPrefix, holder: "other-process" });
+  const stalls = new Map([["slow", gate()]]);
+  const graph = buildGraph(saver, { stalls });
+  const otherGraph = buildGraph(other);
+  const threadId = uniq("thread");
+  await graph.invoke({ log: ["1"] }, { configurable: { thread_id: threadId, run: "one" } });
+  const out = await graph.invoke({ log: ["2"] }, { configurable: { thread_id: threadId, run: "two" } });
+  assert.deepEqual(out.log, ["1", "plan one (saw 1)", "act one", "report one", "2", "plan two (saw 5)", "act two", "report two"]);
+  const slow = graph.invoke({ log: ["3"] }, { configurable: { thread_id: threadId, run: "slow" } });
+  await stalls.get("slow")!.reached;
+  await assert.rejects(otherGraph.invoke({ log: ["x"] }, { configurable: { thread_id: threadId, run: "x" } }), (err) => {
+    assert.ok(err instanceof ThreadBusyError, String(err));
+    assert.equal(err.holder, saver.holder);
+    return true;
+  });
+  stalls.get("slow")!.open();
+  await slow;
+  const h = await history(saver, threadId);
+  assert.equal(maxChildren(h), 1);
+  assert.equal(h.headLog.at(-1), "report slow");
+  // After the idle period the lease is released: the other process can write.
+  await new Promise((r) => setTimeout(r, saver.idleReleaseMs + 500));
+  const o2 = await otherGraph.invoke({ log: ["4"] }, { configurable: { thread_id: threadId, run: "four" } });
+  assert.equal(o2.log.at(-1), "report four");
+  assert.equal(maxChildren(await history(saver, threadId)), 1);
+  await saver.close();
+  await other.close();
+});
+
+test("a run whose lease was taken over is refused at its next write with CheckpointFencedError, and its checkpoints stay", async () => {
+  const saver = new PromptdSaver(saverOpts());
+  const other = new PromptdSaver({ ...saverOpts(), sessionPrefix: saver.sessionPrefix, holder: "preempter", leaseMode: "preempt" });
+  const stalls = new Map([["slow", gate()]]);
+  const graph = buildGraph(saver, { stalls });
+  const threadId = uniq("thread");
+  const slow = graph.invoke({ log: ["1"] }, { configurable: { thread_id: threadId, run: "slow" } });
+  await stalls.get("slow")!.reached;
+  // The slow run's checkpoints up to act have landed (durability "async" writes them in the background).
+  let before = await history(saver, threadId);
+  while (!before.headLog.includes("plan slow (saw 1)")) {
+    await new Promise((r) => setTimeout(r, 50));
+    before = await history(saver, threadId);
+  }
+  const fast = await buildGraph(other).invoke({ log: ["2"] }, { configurable: { thread_id: threadId, run: "fast" } });
+  assert.equal(fast.log.at(-1), "report fast");
+  stalls.get("slow")!.open();
+  await assert.rejects(slow, (err) => err instanceof CheckpointFencedError);
+  const h = await history(saver, threadId);
+  assert.equal(maxChildren(h), 1);
+  for (const id of before.ids) assert.ok(h.ids.includes(id), "the fenced run's checkpoints stay");
+  await saver.close();
+  await other.close();
+});
