@@ -4,10 +4,10 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createEvent, type Session } from "@google/adk";
+import { Runner, createEvent, type Event, type Session } from "@google/adk";
 import { LeaseHeldError } from "@promptd/client";
 import { SessionConflictError, StateConflictError } from "../src/index.js";
-import { start, uniq, type Fixture } from "./harness.js";
+import { Barrier, counterAgent, start, uniq, type Fixture } from "./harness.js";
 
 let fx: Fixture;
 before(async () => { fx = await start(); });
@@ -171,4 +171,29 @@ test("appendEvent refuses a Session object the service did not hand out", async 
   const svc = fx.service();
   const s = await svc.createSession({ appName: fx.app, userId: uniq("u") });
   await assert.rejects(svc.appendEvent({ session: { ...s }, event: userEvent("x") }), /not read from this PromptdSessionService/);
+});
+
+test("state keys of any shape round-trip: long, unicode, __proto__", async () => {
+  const svc = fx.service();
+  const user = uniq("u");
+  const long = "user:" + "k".repeat(200);
+  const state = JSON.parse(`{"${long}": 1, "user:naïve ключ": "ok", "app:${"a".repeat(150)}": [1], "__proto__": {"polluted": true}}`) as Record<string, unknown>;
+  const s = await svc.createSession({ appName: fx.app, userId: user, state });
+  const r = (await fx.service().getSession({ appName: fx.app, userId: user, sessionId: s.id }))!;
+  assert.equal(r.state[long], 1);
+  assert.equal(r.state["user:naïve ключ"], "ok");
+  assert.deepEqual(r.state[`app:${"a".repeat(150)}`], [1]);
+  assert.ok(Object.prototype.hasOwnProperty.call(r.state, "__proto__"), "__proto__ is an own key");
+  assert.equal(({} as Record<string, unknown>)["polluted"], undefined, "no prototype pollution");
+});
+
+test("Runner.runEphemeral creates a session and deletes it after the run", async () => {
+  const svc = fx.service();
+  const user = uniq("u");
+  const runner = new Runner({ appName: fx.app, agent: counterAgent("E", new Barrier(1, 0)), sessionService: svc });
+  const events: Event[] = [];
+  for await (const e of runner.runEphemeral({ userId: user, newMessage: { role: "user", parts: [{ text: "bump" }] } })) events.push(e);
+  assert.equal(events.at(-1)?.content?.parts?.[0]?.text, "done");
+  assert.ok(events.some((e) => e.actions.stateDelta["counter"] === 1), "the tool's delta went through the service");
+  assert.equal((await svc.listSessions({ appName: fx.app, userId: user })).totalItems, 0);
 });
