@@ -94,6 +94,14 @@ test("promptd, no lease: of two concurrent runs the loser gets SessionConflictEr
   assert.equal(final.state["counter"], bumps(final).length, "every recorded increment is in the counter");
   // Each recorded increment wrote the counter it read + 1: a linear history.
   assert.deepEqual(bumps(final).map((e) => e.actions.stateDelta["counter"]), bumps(final).map((_e, i) => i + 1));
+
+  // The loser retries: a new run reads the session again and its increment lands on top.
+  const loser = outcomes[0].status === "rejected" ? w1 : w2;
+  await run("retry", loser);
+  const retried = (await fx.service().getSession({ appName: fx.app, userId: user, sessionId: s.id }))!;
+  console.log(`promptd no lease, after the loser's retry: counter=${String(retried.state["counter"])} increments recorded=${bumps(retried).length}`);
+  assert.equal(retried.state["counter"], bumps(final).length + 1);
+  assert.equal(retried.state["counter"], bumps(retried).length);
 });
 
 /** The Runner's read-modify-append, done by hand on two workers: each reads, derives counter + 1, appends. */
