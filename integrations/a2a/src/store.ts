@@ -12,7 +12,7 @@ import {
   type BoardRecord, type Client,
 } from "@promptd/client";
 import { IllegalTransitionError, TaskConflictError, TaskHeldError, TaskStoreError } from "./errors.js";
-import { a2aState, boardState, checkTaskBoard, type A2AState } from "./machine.js";
+import { HELD, a2aState, boardState, checkTaskBoard, type A2AState } from "./machine.js";
 import { canon, mergeTask } from "./merge.js";
 
 type Obj = Record<string, unknown>;
@@ -133,6 +133,7 @@ export class PromptdTaskStore implements TaskStore {
         const created = await this.create(id, { v: 1, ...scope, task: want });
         if (created.fresh) {
           cur = created.seen;
+          if (want === ours) this.loaded.set(task, cur);
           if (to === "submitted") return;
           continue; // created in the initial state: now the task's own state
         }
@@ -154,7 +155,10 @@ export class PromptdTaskStore implements TaskStore {
           ...(to !== from ? { state: to } : {}),
           ...(fence !== undefined ? { fence } : {}),
         });
-        this.remember(id, rec, true);
+        const wrote = this.remember(id, rec, true);
+        // the object saved again: checked against this write (after a merge it
+        // lacks the other replica's changes, so it keeps its read)
+        if (wrote !== undefined && want === ours) this.loaded.set(task, wrote);
         if (TERMINAL.has(rec.state)) this.held.delete(id);
         return;
       } catch (e) {
@@ -228,8 +232,12 @@ export class PromptdTaskStore implements TaskStore {
     const a = await this.client.request<{ record: BoardRecord; fence: number }>({
       method: "POST", path: `/v1/boards/${encodeURIComponent(this.board)}/records/${encodeURIComponent(id)}/claim`,
       body: { holder, ...(ttlMs !== undefined ? { ttl_ms: ttlMs } : {}) }, idempotent: true,
-    }).catch((e: unknown) => {
-      if (e instanceof InvalidTransitionError) throw new IllegalTransitionError(taskId, a2aState(e.fields.state ?? ""), "held");
+    }).catch(async (e: unknown) => {
+      if (e instanceof InvalidTransitionError && e.fields.state === HELD) {
+        const rec = await this.client.getRecord(this.board, id);
+        throw new TaskHeldError(taskId, rec.owner ?? "");
+      }
+      if (e instanceof InvalidTransitionError) throw new IllegalTransitionError(taskId, e.fields.state ?? "", HELD);
       if (e instanceof ClaimedError) throw new TaskHeldError(taskId, e.fields.owner);
       throw e;
     });

@@ -204,7 +204,7 @@ test("replicas: a replica holding a task (the board's claim) is the only one tha
   const rec = await pd.runtime.getRecord(board, a.recordId(id, ctx()));
   assert.equal(rec.state, "held");
   assert.equal(rec.owner, "replica-A");
-  await assert.rejects(b.hold(id, ctx(), "replica-B"), Error);
+  await assert.rejects(b.hold(id, ctx(), "replica-B"), (e: unknown) => e instanceof TaskHeldError && e.owner === "replica-A");
 
   const tb = await b.load(id, ctx());
   assert.ok(tb);
