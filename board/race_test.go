@@ -3,6 +3,7 @@ package board_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -244,7 +245,13 @@ func TestBench_claimComplete_vsBareSkipLocked(t *testing.T) {
 				bareFailed.Add(1) // a deadlock victim (REPEATABLE READ's gap locks): again
 				return true
 			}
-			if _, err := tx.Exec(`UPDATE bare SET state = 'claimed', owner = ?, fence = fence + 1 WHERE round = ? AND id = ?`, fmt.Sprint("w", w), r, id); err != nil {
+			owner := fmt.Sprint("w", w)
+			if _, err := tx.Exec(`UPDATE bare SET state = 'claimed', owner = ?, fence = fence + 1 WHERE round = ? AND id = ?`, owner, r, id); err != nil {
+				_ = tx.Rollback()
+				bareFailed.Add(1)
+				return true
+			}
+			if err := bareAudit(tx, "board.record_claimed", b, id, "claimed", owner, fence+1); err != nil {
 				_ = tx.Rollback()
 				bareFailed.Add(1)
 				return true
@@ -253,7 +260,19 @@ func TestBench_claimComplete_vsBareSkipLocked(t *testing.T) {
 				bareFailed.Add(1)
 				return true
 			}
-			if _, err := sqlDB.Exec(`UPDATE bare SET state = 'done' WHERE round = ? AND id = ? AND fence = ?`, r, id, fence+1); err != nil {
+			// the completion: the fenced update and its audit row, one transaction
+			done, err := sqlDB.Begin()
+			if err != nil {
+				t.Error(err)
+				return false
+			}
+			if _, err := done.Exec(`UPDATE bare SET state = 'done' WHERE round = ? AND id = ? AND fence = ?`, r, id, fence+1); err != nil {
+				t.Error(err)
+			}
+			if err := bareAudit(done, "board.record_updated", b, id, "done", owner, fence+1); err != nil {
+				t.Error(err)
+			}
+			if err := done.Commit(); err != nil {
 				t.Error(err)
 			}
 			return true
@@ -286,4 +305,15 @@ func TestBench_claimComplete_vsBareSkipLocked(t *testing.T) {
 	}
 	slices.Sort(lat)
 	t.Logf("wait wake-up (create -> waiting claim answered), 200 samples: p50 %s, p99 %s", lat[100], lat[197])
+}
+
+// bareAudit writes the audit row the board writes for a record change
+// (audit.Log.Append's statement, with the same details), so the bare
+// reference does the work the board does in each transaction.
+func bareAudit(tx *sql.Tx, action, b, id, state, owner string, fence int64) error {
+	details, _ := json.Marshal(map[string]any{"board": b, "id": id, "state": state, "revision": 2, "fence": fence, "owner": owner})
+	_, err := tx.Exec(`INSERT INTO audit_events (at_ms, actor, instance, action, agent, env, session_id, board, resource, details, trace_id, span_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		time.Now().UnixMilli(), "bench", "bench", action, "", "", "", b, "boards/"+b+"/records/"+id, string(details), "", "")
+	return err
 }
