@@ -21,7 +21,7 @@ export class SessionHold {
   private validUntil: number;
   private renewing = false;
   private lostErr: SessionLeaseLostError | undefined;
-  private released = false;
+  private isReleased = false;
 
   /** @internal Made by PromptdSession.hold(). */
   constructor(client: Client, sessionId: string, holder: string, l: { token: string; fence: number }, ttlMs: number, sentAt: number) {
@@ -43,9 +43,13 @@ export class SessionHold {
   get lostError(): SessionLeaseLostError | undefined {
     return this.lostErr;
   }
+  /** True once release() was called. */
+  get released(): boolean {
+    return this.isReleased;
+  }
   /** True until released or lost. */
   get active(): boolean {
-    return !this.released && this.lostErr === undefined;
+    return !this.isReleased && this.lostErr === undefined;
   }
 
   /** @internal Marks the lease lost (once): stops renewing, aborts the signal. */
@@ -84,8 +88,8 @@ export class SessionHold {
 
   /** Frees the lease (with a fresh signal). A lease already lost is not an error. */
   async release(): Promise<void> {
-    if (this.released) return;
-    this.released = true;
+    if (this.isReleased) return;
+    this.isReleased = true;
     this.stop();
     if (this.lostErr) return;
     try {

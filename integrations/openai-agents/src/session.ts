@@ -118,7 +118,10 @@ export class PromptdSession implements RunContextAwareSession {
     for (let attempt = 1; ; attempt++) {
       expected ??= (await this.refresh()).revision;
       try {
-        this.seen.set(writer, await this.append(turns, expected));
+        const next = await this.append(turns, expected);
+        this.seen.set(writer, next);
+        // This object had seen everything before a run's append through it: it has seen it all after it too.
+        if (writer !== this && this.seen.get(this) === expected) this.seen.set(this, next);
         return;
       } catch (err) {
         if (!(err instanceof RevisionConflictError)) throw err;
@@ -180,9 +183,9 @@ export class PromptdSession implements RunContextAwareSession {
     }
   }
 
-  /** The current hold, if any. */
+  /** The current hold (also when lost, until released), if any. */
   get currentHold(): SessionHold | undefined {
-    return this.held?.active || this.held?.lostError ? this.held : undefined;
+    return this.held?.released ? undefined : this.held;
   }
 
   // Internals.
@@ -229,11 +232,11 @@ export class PromptdSession implements RunContextAwareSession {
   private fence(): number | undefined {
     const h = this.held;
     if (h === undefined) return undefined;
-    if (h.lostError) throw h.lostError;
-    if (!h.active) {
+    if (h.released) {
       this.held = undefined;
       return undefined;
     }
+    if (h.lostError) throw h.lostError; // until released: never a silent unfenced write
     return h.fence;
   }
 

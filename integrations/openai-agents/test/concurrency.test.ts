@@ -140,8 +140,11 @@ test("a run whose session was taken over (preempt) cannot write: SessionLeaseLos
   open();
   await assert.rejects(runA, SessionLeaseLostError);
   assert.ok(holdA.signal.aborted);
+  await assert.rejects(sa.addItems([{ role: "user", content: "late" }]), SessionLeaseLostError, "lost until released: no unfenced write");
   await holdA.release();
   assert.deepEqual(userTexts(await session(pd, id).getItems()), ["seed", "from B"]);
+  // Released, A's object can hold again and continues after B.
+  assert.equal(await sa.withHold(() => turn(replica(), new FakeModel("A"), "A again", sa)), "A saw 3 user messages");
 });
 
 // Controls: the same concurrent runs without promptd's revision and fence checks.

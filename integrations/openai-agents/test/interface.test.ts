@@ -94,6 +94,15 @@ test("an append after another writer changed the history is refused and writes n
   assert.deepEqual(await b.getItems(), asJSON([...sample.slice(0, 3), sample[6]]));
 });
 
+test("a run through the object does not make the object's own next append a conflict", async () => {
+  const id = uniq("s");
+  const s = session(pd, id);
+  assert.deepEqual(await s.getItems(), []);
+  await replica().run(agentOn(new FakeModel("m")), "hi", { session: s });
+  await s.addItems([sample[0]!]);
+  assert.equal((await session(pd, id).getItems()).length, 5);
+});
+
 test("a clear that lands before a run's append makes the append fail, not resurrect the history", async () => {
   const id = uniq("s");
   const a = session(pd, id);
