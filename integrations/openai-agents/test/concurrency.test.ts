@@ -89,7 +89,7 @@ test("held runs: the second run's hold() fails with SessionBusyError before it c
   let open!: () => void;
   const opened = new Promise<void>((r) => { open = r; });
   const a = new FakeModel("A", () => opened);
-  const hold = await sa.hold({ ttlMs: 2000 });
+  const hold = await sa.hold({ ttlMs: 1000 });
   const runA = turn(replica(), a, "from A", sa);
 
   const b = new FakeModel("B");
@@ -102,7 +102,9 @@ test("held runs: the second run's hold() fails with SessionBusyError before it c
   // Without a hold, B's run reads and calls its model, but its append is refused (423 lease_held).
   await assert.rejects(turn(replica(), b, "from B unheld", sb), SessionBusyError);
 
-  await sleep(1000); // A's lease outlives its TTL: the keepalive renews it
+  await sleep(2500); // A's run outlives its lease's TTL: the keepalive renews it
+  assert.ok(hold.active, "A still holds (a lease that ran out unrenewed is marked lost)");
+  await assert.rejects(sb.hold(), SessionBusyError);
   open();
   assert.equal(await runA, "A saw 2 user messages");
   await hold.release();
@@ -115,10 +117,12 @@ test("held runs with waitMs serialize: the second runs after the first and sees 
   const id = await seeded();
   const sa = session(pd, id, "replica-a");
   const sb = session(pd, id, "replica-b");
-  const a = new FakeModel("A", () => sleep(300));
+  let inModel!: () => void;
+  const aInModel = new Promise<void>((r) => { inModel = r; });
+  const a = new FakeModel("A", () => { inModel(); return sleep(300); });
   const b = new FakeModel("B", () => sleep(300));
   const runA = sa.withHold(() => turn(replica(), a, "from A", sa), { waitMs: 10_000 });
-  await sleep(50); // A asks first
+  await aInModel; // A holds the session and is answering
   const runB = sb.withHold(() => turn(replica(), b, "from B", sb), { waitMs: 10_000 });
   assert.deepEqual(await Promise.all([runA, runB]), ["A saw 2 user messages", "B saw 3 user messages"]);
   const stored = await session(pd, id).getItems();
@@ -133,9 +137,11 @@ test("a run whose session was taken over (preempt) cannot write: SessionLeaseLos
   const sb = session(pd, id, "replica-b");
   let open!: () => void;
   const opened = new Promise<void>((r) => { open = r; });
+  let inModel!: () => void;
+  const aInModel = new Promise<void>((r) => { inModel = r; });
   const holdA = await sa.hold();
-  const runA = turn(replica(), new FakeModel("A", () => opened), "from A", sa);
-  await sleep(100);
+  const runA = turn(replica(), new FakeModel("A", () => { inModel(); return opened; }), "from A", sa);
+  await aInModel; // A read the history and is answering
   assert.equal(await sb.withHold(() => turn(replica(), new FakeModel("B"), "from B", sb), { preempt: true }), "B saw 2 user messages");
   open();
   await assert.rejects(runA, SessionLeaseLostError);
