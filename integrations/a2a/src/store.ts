@@ -126,14 +126,18 @@ export class PromptdTaskStore implements TaskStore {
     const ours = Task.toJSON(task) as Obj;
     const base = this.loaded.get(task) ?? this.seen.get(id);
     let cur = base;
-    let want = ours;
+    // a save never drops a message or an artifact the task had when read: the
+    // SDK's ResultManager writes a task event's own (older) history over the
+    // stored one, and a message another request appended meanwhile would go
+    let want = cur === undefined ? ours : mergeTask(cur.task, ours, cur.task);
+    let merged = false; // want holds another replica's changes
     for (let attempt = 1; ; attempt++) {
       const to = stateOf(want);
       if (cur === undefined) {
         const created = await this.create(id, { v: 1, ...scope, task: want });
         if (created.fresh) {
           cur = created.seen;
-          if (want === ours) this.loaded.set(task, cur);
+          if (!merged) this.loaded.set(task, cur);
           if (to === "submitted") return;
           continue; // created in the initial state: now the task's own state
         }
@@ -142,6 +146,7 @@ export class PromptdTaskStore implements TaskStore {
         if (this.onConflict === "refuse" || attempt >= this.maxAttempts) throw new TaskConflictError(task.id, created.seen.revision, attempt);
         cur = created.seen;
         want = mergeTask(undefined, ours, cur.task);
+        merged = true;
         this.stats.merges++;
         continue;
       }
@@ -158,7 +163,7 @@ export class PromptdTaskStore implements TaskStore {
         const wrote = this.remember(id, rec, true);
         // the object saved again: checked against this write (after a merge it
         // lacks the other replica's changes, so it keeps its read)
-        if (wrote !== undefined && want === ours) this.loaded.set(task, wrote);
+        if (wrote !== undefined && !merged) this.loaded.set(task, wrote);
         if (TERMINAL.has(rec.state)) this.held.delete(id);
         return;
       } catch (e) {
@@ -171,9 +176,10 @@ export class PromptdTaskStore implements TaskStore {
       }
       // another replica wrote since cur: read it and lay ours over it
       const latest = await this.read(id);
-      if (latest === undefined) { cur = undefined; want = ours; continue; }
+      if (latest === undefined) { cur = undefined; want = ours; merged = false; continue; }
       cur = latest;
       want = mergeTask(base?.task, ours, latest.task);
+      merged = true;
       this.stats.merges++;
     }
   }

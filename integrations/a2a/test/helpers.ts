@@ -4,7 +4,7 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import express from "express";
-import { AgentCard, Message, TaskState, type Task } from "@a2a-js/sdk";
+import { AgentCard, Message, TaskState, type ListTasksRequest, type ListTasksResponse, type Task } from "@a2a-js/sdk";
 import {
   AgentEvent, DefaultRequestHandler, ServerCallContext, type AgentExecutor, type ExecutionEventBus, type RequestContext, type TaskStore,
 } from "@a2a-js/sdk/server";
@@ -86,8 +86,9 @@ export interface Replica {
   close: () => Promise<void>;
 }
 
-export async function replica(name: string, store: TaskStore): Promise<Replica> {
+export async function replica(name: string, store: TaskStore, agent: AgentExecutor = new TwoTurnAgent(name), extra?: (app: express.Express) => void): Promise<Replica> {
   const app = express();
+  extra?.(app);
   let url = "";
   const card = (): AgentCard => AgentCard.fromJSON({
     name: `test-agent-${name}`, description: "two-turn test agent", version: "1.0.0",
@@ -98,7 +99,7 @@ export async function replica(name: string, store: TaskStore): Promise<Replica> 
   });
   const server: Server = await new Promise((res) => { const s = app.listen(0, "127.0.0.1", () => { res(s); }); });
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const handler = new DefaultRequestHandler(card(), store, new TwoTurnAgent(name));
+  const handler = new DefaultRequestHandler(card(), store, agent);
   app.use("/.well-known/agent-card.json", agentCardHandler({ agentCardProvider: handler }));
   app.use("/a2a/jsonrpc", jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
   const client = await new ClientFactory().createFromUrl(url);
@@ -120,4 +121,47 @@ export function artifactTexts(t: Task): string[] {
 
 export function isTask(r: unknown): r is Task {
   return typeof r === "object" && r !== null && "status" in r && "artifacts" in r;
+}
+
+/**
+ * The agent of the cross-process tests: the first message makes a task that
+ * waits for input; each follow-up adds an artifact named after its message and
+ * waits for input again, so any number of follow-ups can land on one task.
+ */
+export class NotesAgent implements AgentExecutor {
+  constructor(readonly replica: string) {}
+
+  execute = (rc: RequestContext, bus: ExecutionEventBus): Promise<void> => {
+    const { taskId, contextId } = rc;
+    const now = (): string => new Date().toISOString();
+    if (rc.task === undefined) {
+      bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: TaskState.TASK_STATE_INPUT_REQUIRED, message: undefined, timestamp: now() }, history: [rc.userMessage], artifacts: [], metadata: undefined }));
+    } else {
+      bus.publish(AgentEvent.task(rc.task));
+      bus.publish(AgentEvent.artifactUpdate({
+        taskId, contextId, append: false, lastChunk: true, metadata: undefined,
+        artifact: { artifactId: `note-${rc.userMessage.messageId}`, name: this.replica, description: "", parts: [{ content: { $case: "text", value: `noted by ${this.replica}` }, metadata: undefined, filename: "", mediaType: "text/plain" }], metadata: undefined, extensions: [] },
+      }));
+      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_INPUT_REQUIRED, message: undefined, timestamp: now() }, metadata: undefined }));
+    }
+    bus.finished();
+    return Promise.resolve();
+  };
+
+  cancelTask = (): Promise<void> => Promise.resolve();
+}
+
+/**
+ * Any store with each save delayed by ms after the handler prepared it: the
+ * window in which another replica's write can land (a slower network or
+ * database). Both arms of a comparison get the same delay.
+ */
+export class SlowSaves implements TaskStore {
+  constructor(private readonly inner: TaskStore, private readonly ms: number) {}
+  load(taskId: string, context: ServerCallContext): Promise<Task | undefined> { return this.inner.load(taskId, context); }
+  async save(task: Task, context: ServerCallContext): Promise<void> {
+    await new Promise((r) => setTimeout(r, this.ms));
+    await this.inner.save(task, context);
+  }
+  list(params: ListTasksRequest, context: ServerCallContext): Promise<ListTasksResponse> { return this.inner.list(params, context); }
 }

@@ -1,12 +1,12 @@
 // The control for the replica tests: a shared board store WITHOUT the
 // revision check. It reads the record's revision just before writing and
-// writes over whatever is there (last write wins), as a store that treats
-// save as "overwrite" would.
+// writes over whatever is there (last write wins, again when a write landed
+// between its two calls), as a store that treats save as "overwrite" would.
 
 import { Task } from "@a2a-js/sdk";
 import type { ListTasksRequest, ListTasksResponse } from "@a2a-js/sdk";
 import type { ServerCallContext, TaskStore } from "@a2a-js/sdk/server";
-import { BoardNotFoundError, RecordNotFoundError, type Client } from "@promptd/client";
+import { BoardNotFoundError, RecordNotFoundError, RevisionConflictError, type Client } from "@promptd/client";
 
 export class LastWriteWinsStore implements TaskStore {
   constructor(private readonly client: Client, private readonly board: string) {}
@@ -23,12 +23,17 @@ export class LastWriteWinsStore implements TaskStore {
 
   async save(task: Task): Promise<void> {
     const id = `naive.${task.id}`;
-    try {
-      const cur = await this.client.getRecord(this.board, id);
-      await this.client.updateRecord(this.board, id, { expectedRevision: cur.revision, payload: Task.toJSON(task) });
-    } catch (e) {
-      if (!(e instanceof RecordNotFoundError || e instanceof BoardNotFoundError)) throw e;
-      await this.client.createRecord(this.board, { id, payload: Task.toJSON(task) });
+    for (;;) {
+      try {
+        const cur = await this.client.getRecord(this.board, id);
+        await this.client.updateRecord(this.board, id, { expectedRevision: cur.revision, payload: Task.toJSON(task) });
+        return;
+      } catch (e) {
+        if (e instanceof RevisionConflictError) continue; // someone wrote between our two calls: write over it anyway
+        if (!(e instanceof RecordNotFoundError || e instanceof BoardNotFoundError)) throw e;
+        await this.client.createRecord(this.board, { id, payload: Task.toJSON(task) });
+        return;
+      }
     }
   }
 
