@@ -126,3 +126,24 @@ test("run() through the SDK's runner stores the turn's items and the next run's 
   assert.deepEqual(model.inputs[2]?.slice(0, 4), stored.map((i) => asJSON(i)) as AgentInputItem[]);
   assert.equal((await session(pd, id).getItems()).length, 8);
 });
+
+test("turns another promptd client wrote are read as the equivalent items, and a run continues from them", async () => {
+  const id = uniq("s");
+  const s = session(pd, id);
+  await s.getSessionId(); // creates the session
+  await pd.runtime.appendTurns(id, [
+    { role: "user", content: "What is 2 + 3?" },
+    { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "add", arguments: "{\"a\":2,\"b\":3}" } }] },
+    { role: "tool", content: "5", tool_call_id: "c1", name: "add" },
+    { role: "assistant", content: "It is 5." },
+  ], { expectedRevision: 0 });
+  assert.deepEqual(await s.getItems(), [
+    { type: "message", role: "user", content: "What is 2 + 3?" },
+    { type: "function_call", callId: "c1", status: "completed", name: "add", arguments: "{\"a\":2,\"b\":3}" },
+    { type: "function_call_result", callId: "c1", name: "add", status: "completed", output: { type: "text", text: "5" } },
+    { type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: "It is 5." }] },
+  ]);
+  const r = await replica().run(agentOn(new FakeModel("m")), "and 4 + 4?", { session: s });
+  assert.equal(r.finalOutput, "m saw 2 user messages");
+  assert.equal((await session(pd, id).getItems()).length, 8);
+});
