@@ -30,7 +30,7 @@ function build(saver: BaseCheckpointSaver) {
     .addNode("work", (s: { item: string }) => ({ log: [`work ${s.item}`] }))
     .addNode("sub", sub)
     .addNode("ask", () => {
-      const answer = interrupt("approve?") as string;
+      const answer = interrupt<string, string>("approve?");
       return { log: [`answer ${answer}`] };
     })
     .addEdge(START, "split")
