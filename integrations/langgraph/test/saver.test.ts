@@ -111,3 +111,42 @@ test("a run whose lease was taken over is refused at its next write with Checkpo
   await saver.close();
   await other.close();
 });
+
+test("keepalive: a node that runs longer than the lease TTL keeps the thread (another process is still refused)", async () => {
+  const saver = new PromptdSaver({ ...saverOpts(), ttlMs: 600, idleReleaseMs: 10_000 });
+  const other = new PromptdSaver({ ...saverOpts(), sessionPrefix: saver.sessionPrefix, holder: "other-process" });
+  const stalls = new Map([["long", gate()]]);
+  const threadId = uniq("thread");
+  const long = buildGraph(saver, { stalls }).invoke({ log: ["1"] }, { configurable: { thread_id: threadId, run: "long" } });
+  await stalls.get("long")!.reached;
+  await new Promise((r) => setTimeout(r, 1500)); // 2.5 TTLs: only renewals keep the lease
+  await assert.rejects(buildGraph(other).invoke({ log: ["x"] }, { configurable: { thread_id: threadId, run: "x" } }), ThreadBusyError);
+  stalls.get("long")!.open();
+  assert.equal((await long).log.at(-1), "report long");
+  await saver.close();
+  await other.close();
+});
+
+test("idle release inside a long node: the run takes the lease again and goes on, unless another run wrote meanwhile (CheckpointFencedError)", async () => {
+  const saver = new PromptdSaver({ ...saverOpts(), idleReleaseMs: 200 });
+  const other = new PromptdSaver({ ...saverOpts(), sessionPrefix: saver.sessionPrefix, holder: "other-process", idleReleaseMs: 200 });
+  // Nobody writes in between: the run re-acquires and completes one chain.
+  const quiet = uniq("thread");
+  const out = await buildGraph(saver, { actMs: 700 }).invoke({ log: ["1"] }, { configurable: { thread_id: quiet, run: "quiet" } });
+  assert.equal(out.log.at(-1), "report quiet");
+  assert.equal(maxChildren(await history(saver, quiet)), 1);
+  // Another process writes while the lease is released: the run's next write is refused.
+  const stalls = new Map([["slow", gate()]]);
+  const busy = uniq("thread");
+  const slow = buildGraph(saver, { stalls }).invoke({ log: ["1"] }, { configurable: { thread_id: busy, run: "slow" } });
+  await stalls.get("slow")!.reached;
+  await new Promise((r) => setTimeout(r, 600)); // the slow run's lease is released (idle)
+  const o = await buildGraph(other).invoke({ log: ["2"] }, { configurable: { thread_id: busy, run: "other" } });
+  assert.equal(o.log.at(-1), "report other");
+  await new Promise((r) => setTimeout(r, 600)); // and the other run's lease is released too: the thread is free
+  stalls.get("slow")!.open();
+  await assert.rejects(slow, (err) => err instanceof CheckpointFencedError && /moved on/.test(err.message));
+  assert.equal(maxChildren(await history(saver, busy)), 1);
+  await saver.close();
+  await other.close();
+});
