@@ -20,18 +20,21 @@
 // another run can land in between): the chain never forks under a run that
 // read a stale head. Reads take no lease.
 
-import { createHash } from "node:crypto";
 import {
-  BaseCheckpointSaver, TASKS, WRITES_IDX_MAP, compareWritesSortKeys, maxChannelVersion, writesSortKey,
-  type Checkpoint, type CheckpointListOptions, type CheckpointMetadata, type CheckpointPendingWrite, type CheckpointTuple,
+  BaseCheckpointSaver, WRITES_IDX_MAP,
+  type Checkpoint, type CheckpointListOptions, type CheckpointMetadata, type CheckpointTuple,
   type ChannelVersions, type PendingWrite, type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
   LeaseHeldError, LeaseLostError, RevisionConflictError, SessionNotFoundError, StaleFenceError,
-  type Client, type Lease, type StateEntry,
+  type Client, type Lease,
 } from "@promptd/client";
 import { CheckpointFencedError, ThreadBusyError } from "./errors.js";
+import {
+  b64, blobIndex, decodeTuple, desc, idPart, nsTag, sha,
+  type Blob, type Entries, type Stored, type StoredCheckpoint, type StoredWrite, type StoredWrites,
+} from "./entries.js";
 
 export type LeaseMode = "reject" | "wait" | "preempt";
 
@@ -57,37 +60,6 @@ export interface PromptdSaverOptions {
   serde?: SerializerProtocol;
 }
 
-interface Blob { v: string; t: string; d: string }
-
-interface StoredCheckpoint {
-  k: "c";
-  thread: string;
-  ns: string;
-  id: string;
-  parent: string | null;
-  t: string; // serde type of the checkpoint without its channel_values
-  d: string; // base64
-  mt: string;
-  md: string;
-  blobs: Record<string, Blob>;
-  f: number; // the fence it was written with (0: unfenced)
-}
-
-interface StoredWrite { ch: string; t: string; d: string }
-
-interface StoredWrites {
-  k: "w";
-  thread: string;
-  ns: string;
-  cp: string;
-  task: string;
-  path: string;
-  w: Record<string, StoredWrite>; // idx -> write
-  f: number;
-}
-
-type Stored = StoredCheckpoint | StoredWrites;
-type Entries = Record<string, StateEntry<Stored | null>>;
 
 /** A session lease this saver holds for one run on one thread. */
 export interface Holding {
@@ -116,17 +88,6 @@ interface RunInfo {
 }
 
 const ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-const sha = (s: string): string => createHash("sha256").update(s).digest("hex");
-const b64 = (u: Uint8Array): string => Buffer.from(u).toString("base64");
-const unb64 = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, "base64"));
-const desc = (a: { id: string }, b: { id: string }): number => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
-
-function nsTag(ns: string): string {
-  return ns === "" ? "r" : "n" + sha(ns).slice(0, 24);
-}
-function idPart(id: string): string {
-  return /^[A-Za-z0-9._-]{1,80}$/.test(id) ? id : "h" + sha(id).slice(0, 40);
-}
 
 /** The configurable member of a config, typed loosely. */
 function conf(config: RunnableConfig): Record<string, unknown> {
@@ -446,47 +407,6 @@ export class PromptdSaver extends BaseCheckpointSaver {
     return { threadId, ns: typeof ns === "string" ? ns : "" };
   }
 
-  private async tuple(cp: StoredCheckpoint, all: Stored[], blobs: Map<string, Blob>): Promise<CheckpointTuple> {
-    const writes = all
-      .filter((w): w is StoredWrites => w.k === "w" && w.ns === cp.ns && w.cp === cp.id)
-      .flatMap((w) => Object.entries(w.w).map(([idx, v]) => ({ task: w.task, v, key: writesSortKey(w.path, w.task, Number(idx)) })))
-      .sort((a, b) => compareWritesSortKeys(a.key, b.key));
-    const pendingWrites: CheckpointPendingWrite[] = await Promise.all(
-      writes.map(async ({ task, v }) => [task, v.ch, await this.serde.loadsTyped(v.t, unb64(v.d))] as CheckpointPendingWrite),
-    );
-    const checkpoint = (await this.serde.loadsTyped(cp.t, unb64(cp.d))) as Checkpoint;
-    const values: Record<string, unknown> = {};
-    for (const [ch, ver] of Object.entries(checkpoint.channel_versions)) {
-      const b = blobs.get(`${cp.ns}\u0000${ch}\u0000${String(ver)}`);
-      if (b) values[ch] = await this.serde.loadsTyped(b.t, unb64(b.d));
-    }
-    checkpoint.channel_values = values;
-    if (checkpoint.v < 4 && cp.parent) {
-      // Checkpoints before v4 kept pending sends as the parent's TASKS writes.
-      const sends = all
-        .filter((w): w is StoredWrites => w.k === "w" && w.ns === cp.ns && w.cp === cp.parent)
-        .flatMap((w) => Object.entries(w.w).filter(([, v]) => v.ch === TASKS).map(([idx, v]) => ({ v, key: writesSortKey(w.path, w.task, Number(idx)) })))
-        .sort((a, b) => compareWritesSortKeys(a.key, b.key));
-      checkpoint.channel_values[TASKS] = await Promise.all(sends.map(({ v }) => this.serde.loadsTyped(v.t, unb64(v.d))));
-      const versions = Object.values(checkpoint.channel_versions);
-      checkpoint.channel_versions[TASKS] = versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
-    }
-    const t: CheckpointTuple = {
-      config: { configurable: { thread_id: cp.thread, checkpoint_ns: cp.ns, checkpoint_id: cp.id } },
-      checkpoint,
-      metadata: (await this.serde.loadsTyped(cp.mt, unb64(cp.md))) as CheckpointMetadata,
-      pendingWrites,
-    };
-    if (cp.parent) t.parentConfig = { configurable: { thread_id: cp.thread, checkpoint_ns: cp.ns, checkpoint_id: cp.parent } };
-    return t;
-  }
-
-  private static index(all: Stored[]): Map<string, Blob> {
-    const blobs = new Map<string, Blob>();
-    for (const c of all) if (c.k === "c") for (const [ch, b] of Object.entries(c.blobs)) blobs.set(`${c.ns}\u0000${ch}\u0000${b.v}`, b);
-    return blobs;
-  }
-
   override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
     const threadId = conf(config)["thread_id"];
     if (typeof threadId !== "string" || threadId === "") return undefined;
@@ -503,7 +423,7 @@ export class PromptdSaver extends BaseCheckpointSaver {
         else r.readHead = cp?.id ?? null;
       }
     }
-    return cp ? this.tuple(cp, all, PromptdSaver.index(all)) : undefined;
+    return cp ? decodeTuple(this.serde, cp, all, blobIndex(all), this.getNextVersion(undefined)) : undefined;
   }
 
   /** The thread ids this saver's agent and env have sessions for (open ones, with this prefix). */
@@ -536,14 +456,14 @@ export class PromptdSaver extends BaseCheckpointSaver {
         if (!(err instanceof SessionNotFoundError)) throw err;
       }
     }
-    const blobs = PromptdSaver.index(all);
+    const blobs = blobIndex(all);
     const cps = all
       .filter((x): x is StoredCheckpoint => x.k === "c" && (ns === undefined || x.ns === ns))
       .filter((x) => (id ? x.id === id : true) && (before ? x.id < before : true))
       .sort(desc);
     for (const cp of cps) {
       if (left <= 0) return;
-      const t = await this.tuple(cp, all, blobs);
+      const t = await decodeTuple(this.serde, cp, all, blobs, this.getNextVersion(undefined));
       if (filter && !Object.entries(filter).every(([k, v]) => (t.metadata as Record<string, unknown> | undefined)?.[k] === v)) continue;
       left--;
       yield t;
@@ -625,4 +545,3 @@ export class PromptdSaver extends BaseCheckpointSaver {
   }
 }
 
-export type { Stored, StoredCheckpoint, StoredWrites };
