@@ -111,7 +111,7 @@ export class PromptdSaver extends BaseCheckpointSaver {
   private readonly runs = new WeakMap<object, Map<string, RunInfo>>();
   private readonly locks = new Map<string, Promise<void>>();
   private readonly created = new Set<string>();
-  /** The last root checkpoint id put on each thread by this process (set when the put starts). */
+  /** While this process holds a thread: the last root checkpoint id put on it (set once the put holds the lease, before it is sent). */
   private readonly localHead = new Map<string, string | null>();
 
   constructor(o: PromptdSaverOptions) {
@@ -258,7 +258,10 @@ export class PromptdSaver extends BaseCheckpointSaver {
     if (h.released || h.lost) return;
     h.released = true;
     this.stopTimers(h);
-    if (this.current.get(h.threadId) === h) this.current.delete(h.threadId);
+    if (this.current.get(h.threadId) === h) {
+      this.current.delete(h.threadId);
+      this.localHead.delete(h.threadId); // only needed while this process holds the thread
+    }
     try {
       await this.client.releaseSessionLease(h.sessionId, h.lease.token, { signal: AbortSignal.timeout(5000) });
     } catch (err) {
@@ -374,6 +377,7 @@ export class PromptdSaver extends BaseCheckpointSaver {
       return;
     }
     const h = await this.holdingFor(owner, threadId);
+    this.touch(h); // a write in flight keeps the lease from its idle release
     try {
       await this.client.putState(sessionId, key, value, { expectedRevision, fence: h.fence });
       this.touch(h);
