@@ -43,6 +43,16 @@ func (s *Server) routes() {
 	v1.GET("/agents/:agent/versions/:version", agentOnly, s.handleGetVersion, runtime...)
 	v1.GET("/agents/:agent/versions/:a/diff/:b", agentOnly, s.handleDiff, heavyRuntime...)
 
+	// Fragments: shared, versioned pieces of prompts; no agent scope
+	// covers them (fragments.go).
+	v1.GET("/fragments", unscopedOnly, s.handleListFragments, runtime...)
+	v1.POST("/fragments/:name/versions", unscopedOnly, s.handleCreateFragmentVersion, idempotentAdmin...)
+	v1.GET("/fragments/:name/versions", unscopedOnly, s.handleListFragmentVersions, heavyRuntime...)
+	v1.GET("/fragments/:name/versions/:version", unscopedOnly, s.handleGetFragmentVersion, runtime...)
+	v1.GET("/fragments/:name/versions/:version/used-by", unscopedOnly, s.handleFragmentUsedBy, runtime...)
+	v1.GET("/fragments/:name/envs/:env", unscopedOnly, s.handleGetFragmentEnv, runtime...)
+	v1.PUT("/fragments/:name/envs/:env", unscopedOnly, s.handlePutFragmentEnv, admin...)
+
 	// Env pointers and revocations.
 	v1.GET("/agents/:agent/envs/:env", agentEnv, s.handleGetEnv, runtime...)
 	v1.GET("/agents/:agent/envs/:env/history", agentEnv, s.handleEnvHistory, heavyRuntime...)
@@ -118,6 +128,9 @@ func (s *Server) routes() {
 	// The change feed: every committed change, in commit order.
 	v1.GET("/events", inHandler, s.handleEvents, runtime...)
 	v1.GET("/boards/:board/changes", boardOnly, s.handleBoardChanges, runtime...)
+
+	// MCP: prompts and tools over the Model Context Protocol, per env (mcp.go).
+	s.routeMCP(v1, runtime)
 
 	// Webhooks: the change feed delivered to HTTP receivers.
 	v1.POST("/webhooks", unscopedOnly, s.handleCreateWebhook, idempotentAdmin...)

@@ -13,7 +13,7 @@ var ErrAskServer = errors.New("bundle: ask the server")
 
 // AskServer is the answer for what a bundle cannot decide locally.
 type AskServer struct {
-	Reason string // "pin_unknown", "pin_revoked", "version_missing"
+	Reason string // "pin_unknown", "pin_revoked", "version_missing", "format_unknown"
 }
 
 func (e *AskServer) Error() string        { return "bundle: ask the server: " + e.Reason }
@@ -24,6 +24,7 @@ const (
 	ReasonPinUnknown     = "pin_unknown"     // a session without a pinned version
 	ReasonPinRevoked     = "pin_revoked"     // the pin is revoked: the server re-pins
 	ReasonVersionMissing = "version_missing" // the bundle lacks the version's config
+	ReasonFormatUnknown  = "format_unknown"  // the bundle's format is newer than this evaluator
 )
 
 // Error is an answer the server gives as a problem: its code and status,

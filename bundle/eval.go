@@ -69,6 +69,9 @@ type Evaluator struct {
 	configs map[string]map[int]*parsed
 	revoked map[string]map[string]map[int]bool
 	rels    map[string]map[string]*prompt.Release
+	// unknown: the bundle's format is not one this package knows; every
+	// answer is AskServer (format_unknown).
+	unknown bool
 }
 
 type parsed struct {
@@ -82,6 +85,10 @@ type parsed struct {
 func New(b *Bundle) (*Evaluator, error) {
 	e := &Evaluator{b: b, configs: map[string]map[int]*parsed{}, revoked: map[string]map[string]map[int]bool{},
 		rels: map[string]map[string]*prompt.Release{}}
+	if !KnownFormat(b.Format) {
+		e.unknown = true // its configs may mean what this evaluator cannot render
+		return e, nil
+	}
 	for name, a := range b.Agents {
 		e.configs[name] = map[int]*parsed{}
 		for n, v := range a.Versions {
@@ -121,6 +128,9 @@ func New(b *Bundle) (*Evaluator, error) {
 // (overrides, then bucket < basis points; a revoked candidate serves the
 // baseline), else the env pointer.
 func (e *Evaluator) Resolve(req Request) (*Resolved, error) {
+	if e.unknown {
+		return nil, &AskServer{Reason: ReasonFormatUnknown}
+	}
 	if err := validate(req); err != nil {
 		return nil, err
 	}
@@ -162,6 +172,9 @@ func (e *Evaluator) Resolve(req Request) (*Resolved, error) {
 // resolution it was made from (for the Promptd-Version and
 // Promptd-Release a caller may want).
 func (e *Evaluator) Assemble(req Request) ([]byte, *Resolved, error) {
+	if e.unknown {
+		return nil, nil, &AskServer{Reason: ReasonFormatUnknown}
+	}
 	format, err := prompt.ParseFormat("format", req.Format)
 	if err != nil {
 		return nil, nil, fromInvalid(err)

@@ -5,11 +5,24 @@ import "encoding/json"
 // Bundle is the answer of GET /v1/bundle: every version an env or an
 // active release names, with its config, read in one transaction.
 type Bundle struct {
+	// Format is the bundle's format number: absent (0) or 1 before
+	// fragments, Format since. An evaluator answers only formats it
+	// knows (KnownFormat); for any other it asks the server.
+	Format int `json:"format,omitempty"`
 	// Cursor is the change feed position the bundle reflects: subscribe
 	// with since=Cursor and apply only newer revisions.
 	Cursor string           `json:"cursor"`
 	Agents map[string]Agent `json:"agents"`
 }
+
+// Format is the newest bundle format this package knows: 2, whose
+// configs may hold pinned fragments (prompt.FragmentRef) that an
+// evaluator renders ({{> alias}} and {"fragment": alias} messages).
+const Format = 2
+
+// KnownFormat reports whether an evaluator of this package answers from
+// a bundle of format f (0, absent, is format 1).
+func KnownFormat(f int) bool { return f >= 0 && f <= Format }
 
 // Agent is one agent's versions and envs.
 type Agent struct {

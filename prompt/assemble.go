@@ -49,21 +49,21 @@ func (c *Config) Bind(vars map[string]json.RawMessage) (map[string]string, error
 // item "\n- <item>".
 func (c *Config) SystemMessage(vars map[string]string) string {
 	var b strings.Builder
-	b.WriteString(Render(c.System, vars))
+	b.WriteString(RenderWith(c.System, vars, c.Fragments))
 	if len(c.Skills) > 0 {
 		b.WriteString("\n\n# Skills")
 		for _, s := range c.Skills {
 			b.WriteString("\n\n## ")
 			b.WriteString(s.Name)
 			b.WriteString("\n")
-			b.WriteString(Render(s.Instructions, vars))
+			b.WriteString(RenderWith(s.Instructions, vars, c.Fragments))
 		}
 	}
 	if len(c.Memory) > 0 {
 		b.WriteString("\n\n# Memory")
 		for _, m := range c.Memory {
 			b.WriteString("\n- ")
-			b.WriteString(Render(m, vars))
+			b.WriteString(RenderWith(m, vars, c.Fragments))
 		}
 	}
 	return b.String()
@@ -85,10 +85,34 @@ type Message struct {
 func (c *Config) Conversation(vars map[string]string, history []Message) []Message {
 	out := make([]Message, 0, 1+len(c.Messages)+len(history))
 	out = append(out, Message{Role: "system", Content: jsonString(c.SystemMessage(vars))})
-	for _, m := range c.Messages {
-		out = append(out, Message{Role: m.Role, Content: jsonString(Render(m.Content, vars))})
+	for _, m := range c.chatMessages() {
+		out = append(out, Message{Role: m.Role, Content: jsonString(RenderWith(m.Content, vars, m.frags))})
 	}
 	return append(out, history...)
+}
+
+// chatMessage is a config message with the fragments its content may
+// include (the config's, or a messages fragment's own).
+type chatMessage struct {
+	ChatMessage
+	frags map[string]FragmentRef
+}
+
+// chatMessages are the config's messages with each messages fragment's
+// messages inserted in place of its entry.
+func (c *Config) chatMessages() []chatMessage {
+	out := make([]chatMessage, 0, len(c.Messages))
+	for _, m := range c.Messages {
+		if m.Fragment == "" {
+			out = append(out, chatMessage{m, c.Fragments})
+			continue
+		}
+		f := c.Fragments[m.Fragment]
+		for _, fm := range f.Messages {
+			out = append(out, chatMessage{fm, f.Fragments})
+		}
+	}
+	return out
 }
 
 // jsonString is s as a JSON string, byte for byte as json.Marshal writes
@@ -131,6 +155,16 @@ func jsonString(s string) json.RawMessage {
 // variable's value are measured once, and a value counts once per
 // placeholder naming it.
 func (c *Config) FixedSize(vars map[string]string) int64 {
+	if len(c.Fragments) > 0 { // measured on the rendered text
+		n := int64(len(jsonString(c.SystemMessage(vars)))) + int64(len(c.Model))
+		for _, m := range c.chatMessages() {
+			n += int64(len(jsonString(RenderWith(m.Content, vars, m.frags))))
+		}
+		for _, t := range c.Tools {
+			n += int64(len(t))
+		}
+		return n
+	}
 	varSize := make(map[string]int64, len(vars))
 	n := c.systemMessageSize(vars, varSize) + int64(len(c.Model))
 	for _, m := range c.Messages {
@@ -145,6 +179,9 @@ func (c *Config) FixedSize(vars map[string]string) int64 {
 // SystemMessageSize is len(json.Marshal(c.SystemMessage(vars))), computed
 // without rendering.
 func (c *Config) SystemMessageSize(vars map[string]string) int64 {
+	if len(c.Fragments) > 0 {
+		return int64(len(jsonString(c.SystemMessage(vars))))
+	}
 	return c.systemMessageSize(vars, make(map[string]int64, len(vars)))
 }
 

@@ -19,6 +19,9 @@ type Config struct {
 	Messages  []ChatMessage       `json:"messages,omitempty"`
 	Model     json.RawMessage     `json:"model,omitempty"`
 	Variables map[string]Variable `json:"variables,omitempty"`
+	// Fragments are the config's fragment references by alias, pinned in
+	// a stored config (fragment.go).
+	Fragments map[string]FragmentRef `json:"fragments,omitempty"`
 }
 
 // Skill is a named block of instructions appended to the system message.
@@ -32,6 +35,9 @@ type Skill struct {
 type ChatMessage struct {
 	Role    string `json:"role"` // "user", "assistant" or "system"
 	Content string `json:"content"`
+	// Fragment, instead of role and content, inserts the messages of the
+	// messages fragment of that alias here.
+	Fragment string `json:"fragment,omitempty"`
 }
 
 // Variable declares a template variable: its type (none: a string), an
@@ -73,6 +79,13 @@ func ParseConfig(raw []byte) (*Config, []byte, error) {
 	if err := c.checkModel(); err != nil {
 		return nil, nil, err
 	}
+	if c.Fragments == nil {
+		// Without fragments, an include is literal text in a stored
+		// version; a new version may not hold one.
+		if err := checkIncludes("config.fragments", c.templates(), nil); err != nil {
+			return nil, nil, err
+		}
+	}
 	return c, canon, nil
 }
 
@@ -105,7 +118,7 @@ func parse(raw []byte) (*Config, []byte, error) {
 	}
 	for k := range top {
 		switch k {
-		case "system", "tools", "skills", "memory", "messages", "model", "variables":
+		case "system", "tools", "skills", "memory", "messages", "model", "variables", "fragments":
 		default:
 			return nil, nil, invalid(CodeInvalidConfig, "config."+k, "unknown field")
 		}
@@ -120,7 +133,7 @@ func parse(raw []byte) (*Config, []byte, error) {
 	for _, f := range []struct {
 		name string
 		dst  any
-	}{{"tools", &c.Tools}, {"skills", &c.Skills}, {"memory", &c.Memory}, {"messages", &c.Messages}, {"variables", &c.Variables}} {
+	}{{"tools", &c.Tools}, {"skills", &c.Skills}, {"memory", &c.Memory}, {"messages", &c.Messages}, {"variables", &c.Variables}, {"fragments", &c.Fragments}} {
 		if err := decodeField(top, f.name, f.dst); err != nil {
 			return nil, nil, err
 		}
@@ -205,7 +218,15 @@ func (c *Config) validate() error {
 			return err
 		}
 	}
-	for _, t := range c.templates() {
+	if c.Fragments != nil {
+		if err := checkRefs("config.fragments", c.Fragments, 1); err != nil {
+			return err
+		}
+		if err := checkIncludes("config.fragments", c.templates(), c.Fragments); err != nil {
+			return err
+		}
+	}
+	for _, t := range fragmentTemplates("config.fragments", c.Fragments, c.templates()) {
 		for _, name := range Placeholders(t.text) {
 			if _, ok := c.Variables[name]; !ok {
 				return &InvalidError{Code: CodeUndeclaredVariable, Field: t.field, Variable: name,
@@ -266,6 +287,18 @@ func (c *Config) checkMessages(raw json.RawMessage) error {
 	var present []map[string]json.RawMessage
 	_ = json.Unmarshal(raw, &present) // decodeField accepted it
 	for i, m := range c.Messages {
+		if m.Fragment != "" || i < len(present) && present[i]["fragment"] != nil {
+			f, ok := c.Fragments[m.Fragment]
+			switch {
+			case i < len(present) && len(present[i]) != 1:
+				return invalid(CodeInvalidConfig, fmt.Sprintf("config.messages[%d]", i), "a fragment message has fragment only (no role or content)")
+			case !ok:
+				return invalid(CodeInvalidConfig, fmt.Sprintf("config.messages[%d].fragment", i), "fragment %q names no alias of fragments", m.Fragment)
+			case f.Pinned() && f.Messages == nil:
+				return invalid(CodeInvalidConfig, fmt.Sprintf("config.messages[%d].fragment", i), "fragment %q is a text fragment: include it with {{> %s}}", m.Fragment, m.Fragment)
+			}
+			continue
+		}
 		if i < len(present) {
 			if _, ok := present[i]["content"]; !ok {
 				return invalid(CodeInvalidConfig, fmt.Sprintf("config.messages[%d].content", i), "content is required")

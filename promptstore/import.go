@@ -3,6 +3,7 @@ package promptstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -215,6 +216,19 @@ func (s *Store) importTx(ctx context.Context, tx *gorm.DB, mode string, preps []
 	created := make([]int, len(preps))
 	broken := map[string]int{} // agent -> index of its first item not applied
 	for i, p := range preps {
+		if p != nil && p.needsPin { // fragments are pinned in this transaction
+			q, err := p.pinIn(tx)
+			var ie *InvalidError
+			switch {
+			case errors.As(err, &ie):
+				res.Results[i].Status, res.Results[i].Error = "invalid", itemError(ie)
+				p = nil
+			case err != nil:
+				return nil, err
+			default:
+				p, preps[i] = q, q
+			}
+		}
 		if p == nil {
 			res.Summary.Invalid++
 			if _, ok := broken[res.Results[i].Agent]; !ok {
@@ -274,6 +288,13 @@ func (s *Store) importTx(ctx context.Context, tx *gorm.DB, mode string, preps []
 	}
 	if err := insertRows(tx, "audit_events", "at_ms, actor, instance, action, agent, env, session_id, resource, details", events); err != nil {
 		return nil, err
+	}
+	for i, p := range preps {
+		if created[i] != 0 {
+			if err := recordUses(tx, p.in.Agent, created[i], p.parsed); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if err := s.audit.Append(ctx, tx, audit.Event{Action: "import.applied", Resource: "import"}, map[string]any{
 		"batch_fingerprint": res.BatchFingerprint, "mode": mode, "summary": res.Summary}); err != nil {

@@ -73,7 +73,11 @@ func (s *Store) mergeOver(tx *gorm.DB, p *prepared) (*prepared, error) {
 	if len(conflicts) > 0 {
 		return nil, &MergeConflict{Agent: agent, Base: base, Latest: latest[0], Paths: conflicts}
 	}
-	parsed, canon, err := prompt.ParseConfig(merged)
+	parse := prompt.ParseConfig
+	if prompt.HasFragments(merged) {
+		parse = func(raw []byte) (*prompt.Config, []byte, error) { return pinConfig(tx, raw) }
+	}
+	parsed, canon, err := parse(merged)
 	if err != nil {
 		return nil, err // the merge of two valid configs can be invalid (a variable one side removed, the other uses)
 	}

@@ -81,7 +81,7 @@ func Migrations() []sqlstore.Migration {
 			}
 		}
 		return nil
-	}}, {Component: "promptstore", Version: 2, Name: "prompt_versions.merge_base: the base a merged version's author started from", Up: addMergeBase}}
+	}}, {Component: "promptstore", Version: 2, Name: "prompt_versions.merge_base: the base a merged version's author started from", Up: addMergeBase}, fragmentMigration()}
 }
 
 // addMergeBase records, for a version created by a three-way merge, the

@@ -72,6 +72,23 @@ type prepared struct {
 	hash   string
 	// mergeBase is the author's base of a merged version (nil otherwise).
 	mergeBase *int
+	// needsPin: the config references fragments, pinned (and only then
+	// parsed) in the transaction that writes it.
+	needsPin bool
+}
+
+// pinIn pins p's fragment references within tx (p itself when it has none).
+func (p *prepared) pinIn(tx *gorm.DB) (*prepared, error) {
+	if !p.needsPin {
+		return p, nil
+	}
+	parsed, canon, err := pinConfig(tx, p.canon)
+	if err != nil {
+		return nil, err
+	}
+	q := *p
+	q.parsed, q.canon, q.hash, q.needsPin = parsed, canon, ContentHash(canon), false
+	return &q, nil
 }
 
 func prepare(in CreateVersionInput) (*prepared, error) {
@@ -83,6 +100,13 @@ func prepare(in CreateVersionInput) (*prepared, error) {
 	}
 	if len(in.Message) > MaxMessage {
 		return nil, invalid(CodeInvalidField, "message", "message is longer than %d bytes", MaxMessage)
+	}
+	if prompt.HasFragments(in.Config) {
+		canon, err := Canonical(in.Config)
+		if err != nil {
+			return nil, invalid(CodeInvalidConfig, "config", "%v", err)
+		}
+		return &prepared{in: in, canon: canon, needsPin: true}, nil
 	}
 	parsed, canon, err := prompt.ParseConfig(in.Config)
 	if err != nil {
@@ -120,6 +144,11 @@ func (s *Store) CreateVersion(ctx context.Context, in CreateVersionInput, then .
 			}
 			final = m
 		}
+		pinned, err := final.pinIn(tx)
+		if err != nil {
+			return nil, err
+		}
+		final = pinned
 		return s.insertVersion(ctx, tx, final)
 	}, then...)
 	if err != nil {
@@ -149,6 +178,9 @@ func (s *Store) CheckVersion(ctx context.Context, in CreateVersionInput) (*Versi
 	db := s.db.WithContext(sctx)
 	if in.Merge {
 		m, err := s.mergeOver(db, p)
+		if err == nil {
+			m, err = m.pinIn(db)
+		}
 		if err != nil {
 			return nil, storeErr(err)
 		}
@@ -165,6 +197,9 @@ func (s *Store) CheckVersion(ctx context.Context, in CreateVersionInput) (*Versi
 	}
 	if latest != in.BaseVersion {
 		return nil, &VersionConflict{Agent: in.Agent, Base: in.BaseVersion, Latest: latest}
+	}
+	if p, err = p.pinIn(db); err != nil {
+		return nil, storeErr(err)
 	}
 	return &Version{Agent: in.Agent, Version: in.BaseVersion + 1, Config: p.canon, ContentHash: p.hash,
 		Message: in.Message, CreatedBy: audit.Actor(ctx)}, nil
@@ -205,6 +240,9 @@ func (s *Store) insertVersion(ctx context.Context, tx *gorm.DB, p *prepared) (*V
 		return nil, conflict(tx, agent, base)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := recordUses(tx, agent, v.Version, p.parsed); err != nil {
 		return nil, err
 	}
 	details := map[string]any{"version": v.Version, "content_hash": v.ContentHash, "base_version": base}

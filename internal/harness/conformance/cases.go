@@ -262,7 +262,7 @@ func Cases() []Vector {
 		{Name: "error/openai-model-without-name", Bundle: one(map[int]string{1: `{"system": "s", "model": {"temperature": 1}}`}, 1, nil, nil), Request: req(format("openai"))},
 		{Name: "error/unknown-format", Bundle: one(twoVersions, 1, nil, nil), Request: req(format("xml"))},
 	}
-	return vs
+	return append(vs, fragmentCases()...)
 }
 
 func overrides(ids OverrideIDs) *Setup {

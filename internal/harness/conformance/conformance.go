@@ -37,9 +37,20 @@ type Vector struct {
 	Setup *Setup `json:"setup,omitempty"`
 }
 
-// Setup: raw override ids, per agent and env.
+// Setup: raw override ids, per agent and env; the fragments the bundle's
+// configs pin, to publish before them (their versions in order, then
+// their env pointers).
 type Setup struct {
 	Overrides map[string]map[string]OverrideIDs `json:"override_ids,omitempty"`
+	Fragments []FragmentSetup                   `json:"fragments,omitempty"`
+}
+
+// FragmentSetup is one fragment: each version's create body (fragment,
+// variables, fragments) and its env pointers.
+type FragmentSetup struct {
+	Name     string            `json:"name"`
+	Versions []json.RawMessage `json:"versions"`
+	Envs     map[string]int    `json:"envs,omitempty"`
 }
 
 // OverrideIDs are the raw ids a release was created with.
