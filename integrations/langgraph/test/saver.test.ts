@@ -150,3 +150,22 @@ test("idle release inside a long node: the run takes the lease again and goes on
   await saver.close();
   await other.close();
 });
+
+test("leaseMode: right after a run in one process, another process's run is refused (reject) or waits for the idle release (wait)", async () => {
+  const saver = new PromptdSaver({ ...saverOpts(), idleReleaseMs: 800 });
+  const rejecting = new PromptdSaver({ ...saverOpts(), sessionPrefix: saver.sessionPrefix, holder: "rejecting" });
+  const waiting = new PromptdSaver({ ...saverOpts(), sessionPrefix: saver.sessionPrefix, holder: "waiting", leaseMode: "wait", waitMs: 5000 });
+  const threadId = uniq("thread");
+  const cfg = (run: string) => ({ configurable: { thread_id: threadId, run } });
+  await buildGraph(saver).invoke({ log: ["1"] }, cfg("one"));
+  await assert.rejects(buildGraph(rejecting).invoke({ log: ["x"] }, cfg("x")), ThreadBusyError);
+  await buildGraph(saver).invoke({ log: ["2"] }, cfg("two"));
+  const t0 = Date.now();
+  const out = await buildGraph(waiting).invoke({ log: ["3"] }, cfg("three"));
+  const waited = Date.now() - t0;
+  assert.equal(out.log.at(-1), "report three");
+  assert.equal(out.log.filter((l) => l.startsWith("report")).length, 3, "it ran on both earlier runs' result");
+  assert.ok(waited >= 300, `waited ${String(waited)} ms for the idle release`);
+  assert.equal(maxChildren(await history(saver, threadId)), 1);
+  await Promise.all([saver.close(), rejecting.close(), waiting.close()]);
+});
