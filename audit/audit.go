@@ -74,11 +74,15 @@ func (l Log) Append(ctx context.Context, tx *gorm.DB, ev Event, details any) err
 	if err != nil {
 		return fmt.Errorf("audit: details: %w", err)
 	}
-	return tx.Exec(`INSERT INTO audit_events (at_ms, actor, instance, action, agent, env, session_id, board, resource, details, trace_id, span_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		now().UnixMilli(), ev.Actor, l.Instance, ev.Action, ev.Agent, ev.Env, ev.SessionID, ev.Board, ev.Resource, string(raw),
-		traceID, spanID).Error
+	_, err = sqlstore.ExecDirect(tx, insertEvent, now().UnixMilli(), ev.Actor, l.Instance, ev.Action, ev.Agent, ev.Env, ev.SessionID,
+		ev.Board, ev.Resource, string(raw), traceID, spanID)
+	return err
 }
+
+// insertEvent is Append's statement: every write's transaction runs it,
+// so it goes past GORM's statement builder (sqlstore.ExecDirect).
+const insertEvent = `INSERT INTO audit_events (at_ms, actor, instance, action, agent, env, session_id, board, resource, details, trace_id, span_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // Filter selects events; Since is an event id (exclusive), oldest first.
 // With Desc, newest first: Since is the id the page ends before (0: the

@@ -86,7 +86,7 @@ func checkCondition(c WriteCondition) error {
 func appendTouch(tx *gorm.DB, id string, c WriteCondition, fence int64, g growth, ms int64) (int64, error) {
 	if sqlstore.Dialect(tx) == sqlstore.MySQL {
 		q, args := touchQuery(id, c, fence, g, `revision = revision + 1, turns = LAST_INSERT_ID(turns + ?), updated_at_ms = ?`, g.turns, ms)
-		res, err := tx.Statement.ConnPool.ExecContext(tx.Statement.Context, q, args...)
+		res, err := sqlstore.ExecDirect(tx, q, args...)
 		if err != nil {
 			return 0, err
 		}
@@ -96,14 +96,23 @@ func appendTouch(tx *gorm.DB, id string, c WriteCondition, fence int64, g growth
 		return res.LastInsertId()
 	}
 	q, args := touchQuery(id, c, fence, g, `revision = revision + 1, turns = turns + ?, updated_at_ms = ?`, g.turns, ms)
-	var turns []int64
-	if err := tx.Raw(q+` RETURNING turns`, args...).Scan(&turns).Error; err != nil {
+	rows, err := sqlstore.QueryDirect(tx, q+` RETURNING turns`, args...)
+	if err != nil {
 		return 0, err
 	}
-	if len(turns) != 1 {
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return 0, err
+		}
+		_ = rows.Close() // before the explaining reads, on the same connection
 		return 0, explainMiss(tx, id, c, fence, g)
 	}
-	return turns[0], nil
+	var turns int64
+	if err := rows.Scan(&turns); err != nil {
+		return 0, err
+	}
+	return turns, rows.Close()
 }
 
 // Append adds turns in one transaction: the conditional update of the
@@ -136,15 +145,28 @@ func (s *Service) Append(ctx context.Context, id string, c WriteCondition, turns
 			out.Seqs[i] = first + int64(i)
 			args = append(args, id, out.Seqs[i], t.Role, string(t.Content), t.Name, t.ToolCallID, nullJSON(t.ToolCalls), nullJSON(t.Metadata), ms)
 		}
-		q := `INSERT INTO session_turns (session_id, seq, role, content, name, tool_call_id, tool_calls, metadata, created_at_ms) VALUES ` +
-			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?), ", len(turns)), ", ")
-		return out, tx.Exec(q, args...).Error
+		_, err = sqlstore.ExecDirect(tx, insertTurns(len(turns)), args...)
+		return out, err
 	}, then)
 	if err != nil {
 		return nil, s.reject(ctx, id, err)
 	}
 	return out, nil
 }
+
+// insertTurns is the INSERT of n turns; the one-turn statement, the
+// common append, is built once.
+func insertTurns(n int) string {
+	if n == 1 {
+		return insertOneTurn
+	}
+	return insertTurnsPrefix + strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ")
+}
+
+const (
+	insertTurnsPrefix = `INSERT INTO session_turns (session_id, seq, role, content, name, tool_call_id, tool_calls, metadata, created_at_ms) VALUES `
+	insertOneTurn     = insertTurnsPrefix + `(?, ?, ?, ?, ?, ?, ?, ?, ?)`
+)
 
 func nullJSON(r json.RawMessage) any {
 	if len(r) == 0 || string(r) == "null" {

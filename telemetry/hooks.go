@@ -14,7 +14,7 @@ func InstrumentSQL(db *gorm.DB) error {
 	if !Enabled() {
 		return nil
 	}
-	if err := db.Use(sqlPlugin{}); err != nil && !errors.Is(err, gorm.ErrRegistered) {
+	if err := db.Use(&sqlPlugin{system: sqlSystem(db.Dialector.Name())}); err != nil && !errors.Is(err, gorm.ErrRegistered) {
 		return err
 	}
 	return nil

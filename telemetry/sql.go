@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"context"
 	"strings"
 
 	"go.opentelemetry.io/otel"
@@ -18,15 +19,37 @@ import (
 // Statements outside a traced request start no trace of their own unless
 // the sampler says so; statements of a request the sampler dropped start
 // no span (a parent-based sampler would drop it anyway).
-type sqlPlugin struct{}
+type sqlPlugin struct{ system string }
+
+// StartDirect gives a statement run past GORM's builder
+// (sqlstore.ExecDirect) the span the callbacks give the others.
+func (p *sqlPlugin) StartDirect(ctx context.Context, _ *gorm.DB, query string) (context.Context, func(error)) {
+	if p := trace.SpanContextFromContext(ctx); p.IsValid() && !p.IsSampled() {
+		return ctx, nil
+	}
+	ctx, span := otel.Tracer("github.com/promptd/promptd/sqlstore").Start(ctx, "sql", trace.WithSpanKind(trace.SpanKindClient))
+	if !span.IsRecording() {
+		return ctx, nil
+	}
+	return ctx, func(err error) {
+		defer span.End()
+		op := operation(query)
+		span.SetName(op)
+		span.SetAttributes(attribute.String("db.system.name", p.system), attribute.String("db.operation.name", op),
+			attribute.String("db.query.text", query))
+		if err != nil {
+			span.SetStatus(codes.Error, "sql error")
+		}
+	}
+}
 
 const spanKey = "promptd:otel_span"
 
-func (sqlPlugin) Name() string { return "promptd:otel" }
+func (*sqlPlugin) Name() string { return "promptd:otel" }
 
-func (sqlPlugin) Initialize(db *gorm.DB) error {
+func (p *sqlPlugin) Initialize(db *gorm.DB) error {
 	tracer := otel.Tracer("github.com/promptd/promptd/sqlstore")
-	system := sqlSystem(db.Dialector.Name())
+	system := p.system
 	before := func(tx *gorm.DB) {
 		// within a request its sampler dropped, a statement's span would be
 		// dropped too (the parent-based samplers promptd documents): it is

@@ -1,6 +1,7 @@
 package allocbudget
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"testing"
 
 	"gorm.io/gorm"
+
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // requestKey marks the context of a request whose SQL is counted, so the
@@ -19,9 +22,8 @@ type requestKey struct{}
 // sqlCounter counts the SQL statements the measured requests run through
 // GORM (its callbacks: create, query, update, delete, row, raw) and the
 // transactions they run in (each a BEGIN and a COMMIT or ROLLBACK more).
-// A statement run on the connection pool directly, past GORM's callbacks,
-// is not seen: on SQLite every one of these paths goes through GORM (the
-// append's MySQL variant does not, which is why this counts on SQLite).
+// Statements run past GORM's builder (sqlstore.ExecDirect, QueryDirect)
+// are counted through a sqlstore.DirectObserver plugin.
 type sqlCounter struct {
 	on    atomic.Bool
 	mu    sync.Mutex
@@ -51,6 +53,9 @@ func (c *sqlCounter) install(tb testing.TB, db *gorm.DB) {
 			}
 		}
 	}
+	if err := db.Use(directCounter{c}); err != nil {
+		tb.Fatal(err)
+	}
 	cb := db.Callback()
 	for _, err := range []error{
 		cb.Create().After("gorm:create").Register("allocbudget:count", count("create")),
@@ -65,6 +70,29 @@ func (c *sqlCounter) install(tb testing.TB, db *gorm.DB) {
 		}
 	}
 }
+
+// directCounter counts the statements run past GORM's builder
+// (sqlstore.ExecDirect, QueryDirect), which the callbacks do not see.
+type directCounter struct{ c *sqlCounter }
+
+func (directCounter) Name() string                { return "allocbudget:direct" }
+func (directCounter) Initialize(db *gorm.DB) error { return nil }
+
+func (d directCounter) StartDirect(ctx context.Context, tx *gorm.DB, _ string) (context.Context, func(error)) {
+	if !d.c.on.Load() || ctx.Value(requestKey{}) == nil {
+		return ctx, nil
+	}
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	d.c.stmts++
+	d.c.kinds["direct"]++
+	if t, ok := tx.Statement.ConnPool.(gorm.TxCommitter); ok {
+		d.c.txs[t] = struct{}{}
+	}
+	return ctx, nil
+}
+
+var _ sqlstore.DirectObserver = directCounter{}
 
 // sqlResult is the SQL of one request (one iteration), averaged.
 type sqlResult struct {
