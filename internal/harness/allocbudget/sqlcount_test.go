@@ -75,7 +75,7 @@ func (c *sqlCounter) install(tb testing.TB, db *gorm.DB) {
 // (sqlstore.ExecDirect, QueryDirect), which the callbacks do not see.
 type directCounter struct{ c *sqlCounter }
 
-func (directCounter) Name() string                { return "allocbudget:direct" }
+func (directCounter) Name() string                 { return "allocbudget:direct" }
 func (directCounter) Initialize(db *gorm.DB) error { return nil }
 
 func (d directCounter) StartDirect(ctx context.Context, tx *gorm.DB, _ string) (context.Context, func(error)) {
