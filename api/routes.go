@@ -129,6 +129,9 @@ func (s *Server) routes() {
 	v1.GET("/events", inHandler, s.handleEvents, runtime...)
 	v1.GET("/boards/:board/changes", boardOnly, s.handleBoardChanges, runtime...)
 
+	// MCP: prompts and tools over the Model Context Protocol, per env (mcp.go).
+	s.routeMCP(v1, runtime)
+
 	// Webhooks: the change feed delivered to HTTP receivers.
 	v1.POST("/webhooks", unscopedOnly, s.handleCreateWebhook, idempotentAdmin...)
 	v1.GET("/webhooks", unscopedOnly, s.handleListWebhooks, admin...)
