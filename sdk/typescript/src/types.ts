@@ -40,7 +40,7 @@ export interface VariableSpec {
   /** Assemble without a value: `422 missing_variable`. */
   required?: boolean;
   /** The value when the caller gives none, of the variable's type. */
-  default?: VariableValue;
+  default?: string | number | boolean | string[];
   description?: string;
 }
 
