@@ -35,6 +35,8 @@ var requestTypes = map[string]reflect.Type{
 	"createSessionRequest":  reflect.TypeFor[createSessionRequest](),
 	"createTokenRequest":    reflect.TypeFor[createTokenRequest](),
 	"createVersionRequest":  reflect.TypeFor[createVersionRequest](),
+	"createFragmentRequest": reflect.TypeFor[createFragmentRequest](),
+	"putFragmentEnvRequest": reflect.TypeFor[putFragmentEnvRequest](),
 	"createWebhookRequest":  reflect.TypeFor[createWebhookRequest](),
 	"envRollbackRequest":    reflect.TypeFor[envRollbackRequest](),
 	"exposureItem":          reflect.TypeFor[exposureItem](),
