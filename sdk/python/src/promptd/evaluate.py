@@ -74,13 +74,43 @@ def override_id(release_id: str, key: str) -> str:
 
 
 _PLACEHOLDER = re.compile(r"\{\{[ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*\}\}")
+# A placeholder, or a fragment include {{> alias}}.
+_TOKEN = re.compile(r"\{\{[ \t]*(?:([A-Za-z_][A-Za-z0-9_]*)|>[ \t]*([A-Za-z_][A-Za-z0-9_]*))[ \t]*\}\}")
+
+# Bundle formats this evaluator answers from: absent (1), 1, and 2 (configs
+# may pin fragments). For any other, every answer is AskServer("format_unknown").
+BUNDLE_FORMATS = (1, 2)
+MAX_FRAGMENT_DEPTH = 4
 
 
-def render(s: str, variables: Mapping[str, str]) -> str:
-    """One pass: a substituted value is never expanded again."""
+def render(s: str, variables: Mapping[str, str], fragments: Optional[Mapping[str, Any]] = None,
+           _depth: int = 0) -> str:
+    """One pass: a substituted value is never expanded again. ``{{> alias}}``
+    of a text fragment in ``fragments`` (a config's pinned fragments) is
+    that fragment's text rendered with the same variables and its own
+    fragments; an alias it lacks is literal text."""
     if "{{" not in s:
         return s
-    return _PLACEHOLDER.sub(lambda m: variables.get(m.group(1), ""), s)
+    if not fragments:
+        return _PLACEHOLDER.sub(lambda m: variables.get(m.group(1), ""), s)
+    frags = fragments
+
+    def sub(m: re.Match[str]) -> str:
+        if m.group(1) is not None:
+            return variables.get(m.group(1), "")
+        f = frags.get(m.group(2))
+        if isinstance(f, Mapping) and isinstance(f.get("text"), str) and _depth < MAX_FRAGMENT_DEPTH:
+            return render(f["text"], variables, f.get("fragments") or {}, _depth + 1)
+        return m.group(0)
+    return _TOKEN.sub(sub, s)
+
+
+def check_format(bundle: Mapping[str, Any]) -> None:
+    """AskServer("format_unknown") for a bundle of a format this evaluator
+    does not know (its configs may mean what it cannot render)."""
+    f = bundle.get("format", 1)
+    if f not in BUNDLE_FORMATS or isinstance(f, bool):
+        raise AskServer("format_unknown", f"bundle format {f!r}")
 
 
 def _err(code: str, status: int, detail: str, **fields: Any) -> PromptdError:
@@ -104,8 +134,9 @@ def _check_opaque(field: str, v: str) -> None:
 class AskServer(Exception):
     """Local evaluation cannot answer: ask promptd. ``reason`` is
     ``pin_unknown`` (a session whose pin the caller does not know),
-    ``pin_revoked`` (promptd re-pins it, a write) or ``version_missing``
-    (the bundle does not hold the version)."""
+    ``pin_revoked`` (promptd re-pins it, a write), ``version_missing``
+    (the bundle does not hold the version) or ``format_unknown`` (the
+    bundle's format is newer than this evaluator)."""
 
     def __init__(self, reason: str, detail: str = "") -> None:
         super().__init__(f"{reason}: {detail}" if detail else reason)
@@ -160,7 +191,9 @@ class EnvView:
 
 
 def env_view(bundle: Mapping[str, Any], agent: str, env: str) -> EnvView:
-    """The env's view; the server's errors for an unknown agent or env."""
+    """The env's view; the server's errors for an unknown agent or env;
+    AskServer("format_unknown") for a bundle format it does not know."""
+    check_format(bundle)
     a = (bundle.get("agents") or {}).get(agent)
     if a is None:
         _check_ident("agent", agent)
@@ -350,17 +383,18 @@ def bind(config: Mapping[str, Any], variables: Optional[Mapping[str, Any]]) -> d
 
 
 def system_message(config: Mapping[str, Any], v: Mapping[str, str]) -> str:
-    parts = [render(str(config.get("system", "")), v)]
+    frags = config.get("fragments") or {}
+    parts = [render(str(config.get("system", "")), v, frags)]
     skills = config.get("skills") or []
     if skills:
         parts.append("\n\n# Skills")
         for s in skills:
-            parts.append("\n\n## " + str(s.get("name", "")) + "\n" + render(str(s.get("instructions", "")), v))
+            parts.append("\n\n## " + str(s.get("name", "")) + "\n" + render(str(s.get("instructions", "")), v, frags))
     memory = config.get("memory") or []
     if memory:
         parts.append("\n\n# Memory")
         for m in memory:
-            parts.append("\n- " + render(str(m), v))
+            parts.append("\n- " + render(str(m), v, frags))
     return "".join(parts)
 
 
@@ -402,6 +436,7 @@ def assemble(bundle: Mapping[str, Any], agent: str, env: str, variables: Optiona
              resolution: Optional[Resolution] = None) -> dict[str, Any]:
     """The assemble answer body (plain) or the Chat Completions request
     body (openai), as the server would answer it."""
+    check_format(bundle)
     if format not in ("plain", "openai"):
         raise _err("invalid_field", 400, "format must be plain or openai", field="format")
     res = resolution or resolve(bundle, agent, env, user_id, session_id, pinned_version)
@@ -414,8 +449,15 @@ Rendered = dict[tuple[str, tuple[tuple[str, str], ...]], tuple[tuple[str, str], 
 def fixed_messages(cfg: Mapping[str, Any], v: Mapping[str, str]) -> list[tuple[str, str]]:
     """(role, content) of the system message and the config's messages."""
     out = [("system", system_message(cfg, v))]
+    frags = cfg.get("fragments") or {}
     for m in cfg.get("messages") or []:
-        out.append((str(m.get("role")), render(str(m.get("content", "")), v)))
+        alias = m.get("fragment")
+        if alias is not None:  # a messages fragment's messages, in place
+            f = frags.get(alias) or {}
+            for fm in f.get("messages") or []:
+                out.append((str(fm.get("role")), render(str(fm.get("content", "")), v, f.get("fragments") or {})))
+            continue
+        out.append((str(m.get("role")), render(str(m.get("content", "")), v, frags)))
     return out
 
 
