@@ -110,6 +110,16 @@ func TestMCPPrompts_listChangedAfterPointerSwitch(t *testing.T) {
 	if _, err := cs.ListPrompts(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
+	// The feed position the server starts from may lag the commits just
+	// made (the feed reads them within its poll): their notices arrive
+	// now, before the switches this test times.
+	for drained := false; !drained; {
+		select {
+		case <-changed:
+		case <-time.After(500 * time.Millisecond):
+			drained = true
+		}
+	}
 	v2 := publish(t, ctx, rt, "support", "staging", `{"system": "two"}`) // another env: no notice expected
 	select {
 	case <-changed:

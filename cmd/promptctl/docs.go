@@ -140,6 +140,16 @@ revoked in the env, so runtimes and sessions pinned to it leave it.`,
 		text:     "Lists the change feed, or follows it (-w) until interrupted, resuming by position\nafter a drop. --output json writes one JSON object per line with -w.",
 		examples: []string{"promptctl events --limit 20", "promptctl events -w --actions 'release.*' --agent support"},
 	},
+	"mcp": {
+		synopsis: "promptctl mcp --env ENV",
+		summary:  "serve promptd's MCP server over stdio (Claude Desktop, an IDE)",
+		text: `Serves MCP (the Model Context Protocol) on stdin and stdout for a local client by
+bridging it to promptd's streamable HTTP endpoint /v1/mcp/ENV with --server and --token
+(or PROMPTD_URL and PROMPTD_TOKEN): the prompts are ENV's agents the token's scopes
+allow, the tools claim board records and append session turns. Logs go to stderr; it
+returns when stdin closes.`,
+		examples: []string{"promptctl mcp --env prod", "PROMPTD_URL=https://promptd.example.com PROMPTD_TOKEN=pd_... promptctl mcp --env staging"},
+	},
 	"audit": {
 		synopsis: "promptctl audit [--agent A] [--env E] [--session S] [--action X] [--since ID] [--limit N] [--oldest-first]",
 		summary:  "read the audit log, newest first",

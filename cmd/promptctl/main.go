@@ -73,6 +73,7 @@ var commands = map[string]command{
 	"audit":     {runAudit},
 	"tokens":    {runTokens},
 	"approvals": {runApprovals},
+	"mcp":       {runMCP},
 }
 
 // run is promptctl: args without the program name; the exit status.
