@@ -278,13 +278,13 @@ func (s *Service) claimOnce(ctx context.Context, board, id string, in ClaimInput
 		next.State, next.Owner, next.Fence, next.ClaimExpiresAtMs, next.ClaimTtlMs = def.Claim.To, in.Holder, r.Fence+1, &exp, ttl
 		next.Attempts++
 		next.OpenRec, next.UpdatedAtMs = 1, now
-		res := tx.Exec(`UPDATE board_records SET revision = ?, state = ?, owner = ?, fence = ?, claim_expires_at_ms = ?, claim_ttl_ms = ?,
+		res, err := sqlstore.ExecDirect(tx, `UPDATE board_records SET revision = ?, state = ?, owner = ?, fence = ?, claim_expires_at_ms = ?, claim_ttl_ms = ?,
 			attempts = ?, open_rec = 1, updated_at_ms = ? WHERE board = ? AND id = ? AND revision = ?`,
 			next.Revision, next.State, next.Owner, next.Fence, exp, ttl, next.Attempts, now, board, r.ID, r.Revision)
-		if res.Error != nil {
-			return nil, res.Error
+		if err != nil {
+			return nil, err
 		}
-		if res.RowsAffected != 1 { // SQLite only: MySQL holds the row
+		if n, _ := res.RowsAffected(); n != 1 { // SQLite only: MySQL holds the row
 			return nil, errRaced
 		}
 		// the quota counts claims that take a record, in the claim's own
@@ -329,39 +329,45 @@ func (s *Service) candidate(tx *gorm.DB, board string, def *Definition, minPrior
 		known = `, (SELECT revision FROM boards WHERE board = ?) AS def_rev, ` + expiredFirst(forceExpiry, "?", now, prio) + ` AS expired_id`
 		kargs = append(append(append(kargs, board, board), nargs...), pargs...)
 	}
-	var from, expired []claimRow
-	if err := tx.Raw(`SELECT `+recordCols+`, `+now+` AS now_ms`+known+` FROM board_records`+force+
+	var from, expired claimRow
+	dest := from.Rec.dest(&from.NowMs)
+	if defRev > 0 {
+		dest = append(dest, &from.DefRev, &from.ExpiredID)
+	}
+	haveFrom, err := queryOne(tx, `SELECT `+recordCols+`, `+now+` AS now_ms`+known+` FROM board_records`+force+
 		` WHERE board = ? AND state = ? AND owner = '' AND attempts < ?`+prio+` ORDER BY priority DESC, created_at_ms, id LIMIT 1`+lock,
-		append(append(append(append([]any{}, nargs...), kargs...), board, def.Claim.From, def.Claim.MaxAttempts), pargs...)...).Scan(&from).Error; err != nil {
+		append(append(append(append([]any{}, nargs...), kargs...), board, def.Claim.From, def.Claim.MaxAttempts), pargs...), dest...)
+	if err != nil {
 		return nil, 0, err
 	}
 	if defRev > 0 {
-		if len(from) == 0 {
+		if !haveFrom {
 			return nil, 0, errEmpty // the long way looks for expired claims
 		}
-		if from[0].DefRev != defRev {
+		if from.DefRev != defRev {
 			return nil, 0, errRedefined
 		}
-		if from[0].ExpiredID != nil {
-			expiredID = *from[0].ExpiredID
+		if from.ExpiredID != nil {
+			expiredID = *from.ExpiredID
 		}
 	}
 	if expiredID != "" {
-		if err := tx.Raw(`SELECT `+recordCols+`, `+now+` AS now_ms FROM board_records
+		haveExpired, err := queryOne(tx, `SELECT `+recordCols+`, `+now+` AS now_ms FROM board_records
 			WHERE board = ? AND id = ? AND claim_expires_at_ms <= `+now+` AND owner <> '' AND attempts < ?`+lock,
-			append(append(append(append([]any{}, nargs...), board, expiredID), nargs...), def.Claim.MaxAttempts)...).Scan(&expired).Error; err != nil {
+			append(append(append(append([]any{}, nargs...), board, expiredID), nargs...), def.Claim.MaxAttempts), expired.Rec.dest(&expired.NowMs)...)
+		if err != nil {
 			return nil, 0, err
 		}
 		// else taken, completed or heartbeated since the view: the from
 		// state's record
-		if len(expired) == 1 && (len(from) == 0 || expired[0].Rec.before(&from[0].Rec)) {
-			return &expired[0].Rec, expired[0].NowMs, nil
+		if haveExpired && (!haveFrom || expired.Rec.before(&from.Rec)) {
+			return &expired.Rec, expired.NowMs, nil
 		}
 	}
-	if len(from) == 0 {
+	if !haveFrom {
 		return nil, 0, errNone
 	}
-	return &from[0].Rec, from[0].NowMs, nil
+	return &from.Rec, from.NowMs, nil
 }
 
 // skipLocked is the locking clause of claim-next: on MySQL/MariaDB the

@@ -108,14 +108,39 @@ func readRecord(db *gorm.DB, board, id string, lock bool) (*recordRow, error) {
 	if lock {
 		q += sqlstore.ForUpdate(db)
 	}
-	var rows []recordRow
-	if err := db.Raw(q, board, id).Scan(&rows).Error; err != nil {
+	var r recordRow
+	found, err := queryOne(db, q, []any{board, id}, r.dest()...)
+	if err != nil {
 		return nil, err
 	}
-	if len(rows) == 0 {
+	if !found {
 		return nil, ErrRecordNotFound
 	}
-	return &rows[0], nil
+	return &r, nil
+}
+
+// dest is r's fields in recordCols' order, for rows.Scan: the hot reads
+// scan rows themselves (sqlstore.QueryDirect), without GORM's reflection.
+func (r *recordRow) dest(more ...any) []any {
+	return append([]any{&r.Board, &r.ID, &r.Revision, &r.State, &r.Owner, &r.Fence, &r.ClaimExpiresAtMs, &r.ClaimTtlMs,
+		&r.Priority, &r.Attempts, &r.Payload, &r.DedupeKey, &r.OpenRec, &r.CreatedAtMs, &r.UpdatedAtMs}, more...)
+}
+
+// queryOne runs a query past GORM's builder and scans its first row into
+// dest; false when it has none.
+func queryOne(db *gorm.DB, q string, args []any, dest ...any) (bool, error) {
+	rows, err := sqlstore.QueryDirect(db, q, args...)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return false, rows.Err()
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return false, err
+	}
+	return true, rows.Close()
 }
 
 // nowSQL is the SQL server's clock in Unix milliseconds (MySQL); SQLite

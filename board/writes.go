@@ -221,28 +221,28 @@ func (s *Service) readClaimed(tx *gorm.DB, board, id string, fence int64) (*boar
 
 func (s *Service) readBoth(tx *gorm.DB, board, id string) (*boardRow, *Definition, *recordRow, error) {
 	now, nargs := s.nowExpr(tx)
-	var rows []struct {
-		Rec        recordRow `gorm:"embedded"`
-		Definition string
-		NowMs      int64
-	}
-	if err := tx.Raw(`SELECT `+qualifiedRecordCols+`, b.definition AS definition, `+now+` AS now_ms
+	var (
+		rec        recordRow
+		definition string
+		nowMs      int64
+	)
+	found, err := queryOne(tx, `SELECT `+qualifiedRecordCols+`, b.definition AS definition, `+now+` AS now_ms
 		FROM board_records r JOIN boards b ON b.board = r.board WHERE r.board = ? AND r.id = ?`,
-		append(append([]any{}, nargs...), board, id)...).Scan(&rows).Error; err != nil {
+		append(append([]any{}, nargs...), board, id), rec.dest(&definition, &nowMs)...)
+	if err != nil {
 		return nil, nil, nil, err
 	}
-	if len(rows) == 0 { // which of the two is missing
+	if !found { // which of the two is missing
 		if _, err := s.readBoard(tx, board, false); err != nil {
 			return nil, nil, nil, err
 		}
 		return nil, nil, nil, ErrRecordNotFound
 	}
-	row := &rows[0]
-	def, err := parseDefinition(row.Definition)
+	def, err := parseDefinition(definition)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return &boardRow{Board: board, Definition: row.Definition, NowMs: row.NowMs}, def, &row.Rec, nil
+	return &boardRow{Board: board, Definition: definition, NowMs: nowMs}, def, &rec, nil
 }
 
 // write stores next over prev: the UPDATE's condition is prev's revision
@@ -258,11 +258,11 @@ func (s *Service) write(tx *gorm.DB, prev, next *recordRow) error {
 		q += ` AND claim_expires_at_ms > ` + now
 		args = append(args, nargs...)
 	}
-	res := tx.Exec(q, args...)
-	if res.Error != nil {
-		return res.Error
+	res, err := sqlstore.ExecDirect(tx, q, args...)
+	if err != nil {
+		return err
 	}
-	if res.RowsAffected == 1 {
+	if n, _ := res.RowsAffected(); n == 1 {
 		return nil
 	}
 	// a locking read: it sees the row the UPDATE met (a plain read would
