@@ -41,8 +41,14 @@ func ExecDirect(tx *gorm.DB, query string, args ...any) (sql.Result, error) {
 }
 
 // QueryDirect is ExecDirect for a statement that returns rows; the
-// caller closes them.
+// caller closes them. Outside a transaction it goes through GORM's row
+// callbacks instead (still no reflection: the caller scans), so that
+// SQLite's read pool (gorm's dbresolver, which picks the connection in a
+// callback) serves it.
 func QueryDirect(tx *gorm.DB, query string, args ...any) (*sql.Rows, error) {
+	if _, inTx := tx.Statement.ConnPool.(gorm.TxCommitter); !inTx {
+		return tx.Raw(query, args...).Rows()
+	}
 	ctx, done := direct(tx, query)
 	begin := time.Now()
 	rows, err := tx.Statement.ConnPool.QueryContext(ctx, query, args...)

@@ -40,13 +40,16 @@ func TestSQLite_readsOutsideATransaction_doNotWaitForTheWriter(t *testing.T) {
 			if err := tx.Raw(`SELECT v FROM kv WHERE k = 'a'`).Scan(&v).Error; err != nil || v != "open" {
 				t.Errorf("a read inside the transaction = %q, %v; want its own write", v, err)
 			}
+			if v := directRead(tx); v != "open" {
+				t.Errorf("a direct read inside the transaction = %q; want its own write", v)
+			}
 			close(held)
 			<-release
 			return nil
 		})
 	}()
 	<-held
-	read := make(chan string, 1)
+	read := make(chan string, 2)
 	go func() {
 		var v string
 		if err := db.WithContext(ctx).Raw(`SELECT v FROM kv WHERE k = 'a'`).Scan(&v).Error; err != nil {
@@ -54,13 +57,17 @@ func TestSQLite_readsOutsideATransaction_doNotWaitForTheWriter(t *testing.T) {
 		}
 		read <- v
 	}()
-	select {
-	case v := <-read:
-		if v != "committed" {
-			t.Errorf("read beside the open transaction = %q, want the committed value", v)
+	// sqlstore.QueryDirect outside a transaction: the read pool too
+	go func() { read <- directRead(db.WithContext(ctx)) }()
+	for range 2 {
+		select {
+		case v := <-read:
+			if v != "committed" {
+				t.Errorf("read beside the open transaction = %q, want the committed value", v)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("a read outside the transaction waited 10 s for the writer")
 		}
-	case <-time.After(10 * time.Second):
-		t.Error("a read outside the transaction waited 10 s for the writer")
 	}
 	close(release)
 	if err := <-txDone; err != nil {
@@ -70,4 +77,18 @@ func TestSQLite_readsOutsideATransaction_doNotWaitForTheWriter(t *testing.T) {
 	if err := db.Raw(`SELECT v FROM kv WHERE k = 'a'`).Scan(&v).Error; err != nil || v != "open" {
 		t.Fatalf("after the commit = %q, %v", v, err)
 	}
+}
+
+// directRead reads kv's a with sqlstore.QueryDirect.
+func directRead(db *gorm.DB) string {
+	rows, err := sqlstore.QueryDirect(db, `SELECT v FROM kv WHERE k = ?`, "a")
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	defer rows.Close()
+	var v string
+	if !rows.Next() || rows.Scan(&v) != nil {
+		return "no row"
+	}
+	return v
 }
