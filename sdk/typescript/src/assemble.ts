@@ -4,7 +4,8 @@
 // server finds scanning UTF-8 bytes.
 
 import { InvalidConfigError, InvalidVariableError, MissingVariableError } from "./errors.js";
-import type { AssembledPlain, Message, OpenAIChatBody, OpenAIMessage, PromptConfig, ReleaseTrace, VariableSpec } from "./types.js";
+import { AskServer } from "./evaluate.js";
+import type { AssembledPlain, Bundle, FragmentRef, Message, OpenAIChatBody, OpenAIMessage, PromptConfig, ReleaseTrace, VariableSpec } from "./types.js";
 
 const isNameStart = (c: number): boolean => c === 95 || (c >= 97 && c <= 122) || (c >= 65 && c <= 90);
 const isDigit = (c: number): boolean => c >= 48 && c <= 57;
@@ -23,8 +24,44 @@ function placeholderAt(s: string, i: number): { name: string; end: number } | un
   return { name, end: j + 2 };
 }
 
-/** One-pass substitution: a substituted value is never expanded again; a bad "{{" is literal. */
-export function render(s: string, vars: Readonly<Record<string, string>>): string {
+/** The fragment include {{> alias}} at s[i] ("{{" there): its alias and the index after it. */
+function partialAt(s: string, i: number): { alias: string; end: number } | undefined {
+  let j = i + 2;
+  while (j < s.length && isBlank(s.charCodeAt(j))) j++;
+  if (s.charCodeAt(j) !== 62) return undefined; // ">"
+  j++;
+  while (j < s.length && isBlank(s.charCodeAt(j))) j++;
+  const start = j;
+  while (j < s.length && (isNameStart(s.charCodeAt(j)) || (j > start && isDigit(s.charCodeAt(j))))) j++;
+  if (j === start) return undefined;
+  const alias = s.slice(start, j);
+  while (j < s.length && isBlank(s.charCodeAt(j))) j++;
+  if (!s.startsWith("}}", j)) return undefined;
+  return { alias, end: j + 2 };
+}
+
+/** Fragments nest at most this deep (a config's own are at depth 1). */
+export const MAX_FRAGMENT_DEPTH = 4;
+
+/** Bundle formats this evaluator answers from: absent (1), 1, and 2 (configs may pin fragments). */
+export const BUNDLE_FORMATS: readonly number[] = [1, 2];
+
+/**
+ * Throws AskServer("format_unknown") for a bundle of a format this
+ * evaluator does not know: its configs may mean what it cannot render,
+ * so the server answers. LocalPrompts checks it before every local answer.
+ */
+export function checkBundleFormat(bundle: Bundle): void {
+  const f = bundle.format ?? 1;
+  if (!BUNDLE_FORMATS.includes(f)) throw new AskServer("format_unknown" as AskServer["reason"]);
+}
+
+/**
+ * One-pass substitution: a substituted value is never expanded again; a bad "{{" is literal.
+ * With fragments (a config's pinned ones), {{> alias}} of a text fragment is its text rendered
+ * with the same variables and its own fragments; an alias they lack is literal text.
+ */
+export function render(s: string, vars: Readonly<Record<string, string>>, fragments?: Readonly<Record<string, FragmentRef>>, depth = 0): string {
   if (!s.includes("{{")) return s;
   let out = "";
   let i = 0;
@@ -41,6 +78,15 @@ export function render(s: string, vars: Readonly<Record<string, string>>): strin
       out += Object.prototype.hasOwnProperty.call(vars, p.name) ? (vars[p.name] ?? "") : "";
       i = p.end;
       continue;
+    }
+    if (fragments) {
+      const inc = partialAt(s, i);
+      const f = inc && Object.prototype.hasOwnProperty.call(fragments, inc.alias) ? fragments[inc.alias] : undefined;
+      if (inc && f && typeof f.text === "string" && depth < MAX_FRAGMENT_DEPTH) {
+        out += render(f.text, vars, f.fragments ?? {}, depth + 1);
+        i = inc.end;
+        continue;
+      }
     }
     out += "{";
     i++;
@@ -116,22 +162,34 @@ export function bind(cfg: PromptConfig, given: Readonly<Record<string, unknown>>
 
 /** The system message, byte for byte. */
 export function systemMessage(cfg: PromptConfig, vars: Readonly<Record<string, string>>): string {
-  let b = render(cfg.system, vars);
+  const frags = cfg.fragments;
+  let b = render(cfg.system, vars, frags);
   if (cfg.skills && cfg.skills.length > 0) {
     b += "\n\n# Skills";
-    for (const s of cfg.skills) b += "\n\n## " + s.name + "\n" + render(s.instructions ?? "", vars);
+    for (const s of cfg.skills) b += "\n\n## " + s.name + "\n" + render(s.instructions ?? "", vars, frags);
   }
   if (cfg.memory && cfg.memory.length > 0) {
     b += "\n\n# Memory";
-    for (const m of cfg.memory) b += "\n- " + render(m, vars);
+    for (const m of cfg.memory) b += "\n- " + render(m, vars, frags);
   }
   return b;
 }
 
-/** The system message, then the config's rendered messages (no session turns). */
+/**
+ * The system message, then the config's rendered messages (no session turns); an entry
+ * {fragment: alias} is replaced by that messages fragment's messages, each rendered.
+ */
 export function messages(cfg: PromptConfig, vars: Readonly<Record<string, string>>): Message[] {
   const out: Message[] = [{ role: "system", content: systemMessage(cfg, vars) }];
-  for (const m of cfg.messages ?? []) out.push({ role: m.role, content: render(m.content, vars) });
+  const frags = cfg.fragments ?? {};
+  for (const m of cfg.messages ?? []) {
+    if (m.fragment !== undefined) {
+      const f = Object.prototype.hasOwnProperty.call(frags, m.fragment) ? frags[m.fragment] : undefined;
+      for (const fm of f?.messages ?? []) out.push({ role: fm.role, content: render(fm.content, vars, f?.fragments ?? {}) });
+      continue;
+    }
+    out.push({ role: m.role ?? "user", content: render(m.content ?? "", vars, cfg.fragments) });
+  }
   return out;
 }
 

@@ -9,7 +9,7 @@ import type { Client } from "./client.js";
 import { AgentNotFoundError, NoPointerError } from "./errors.js";
 import { AskServer, resolveLocal } from "./evaluate.js";
 import { backoffMs, sleep } from "./http.js";
-import { assembleOpenAI, assemblePlain, type Picked } from "./assemble.js";
+import { assembleOpenAI, assemblePlain, checkBundleFormat, type Picked } from "./assemble.js";
 import { ExposureBatcher } from "./exposures.js";
 import { parseSSE } from "./sse.js";
 import type { AssembleRequest, AssembledPlain, Bundle, Caller, OpenAIChatBody, Resolved } from "./types.js";
@@ -199,13 +199,15 @@ export class LocalPrompts {
    * The local decision (the conformance-checked evaluator over the current
    * bundle), or undefined when the server must decide: an agent or env the
    * bundle lacks, a session whose pin is unknown or revoked, a version the
-   * bundle does not hold. Bad input throws the server's typed error.
+   * bundle does not hold, a bundle format this SDK does not know. Bad input
+   * throws the server's typed error.
    */
   pick(agent: string, env: string, who: Caller = {}): Picked | undefined {
     if (!this.bundle) return undefined;
     const pin = who.sessionId !== undefined ? this.pins.get(who.sessionId) : undefined;
     const userId = pin?.userId ?? who.userId; // a session's user wins, as on the server
     try {
+      checkBundleFormat(this.bundle); // a format it does not know: the server answers
       return resolveLocal(this.bundle, {
         agent, env,
         ...(userId !== undefined ? { user_id: userId } : {}),

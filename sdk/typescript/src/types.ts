@@ -23,9 +23,40 @@ export interface PromptConfig {
   tools?: FunctionTool[];
   skills?: { name: string; instructions?: string }[];
   memory?: string[];
-  messages?: { role: "user" | "assistant" | "system"; content: string }[];
+  /** Fixed messages; an entry `{fragment: alias}` inserts a messages fragment's messages there. */
+  messages?: TemplateMessage[];
   model?: ModelConfig;
   variables?: Record<string, VariableSpec>;
+  /** Fragments by alias, pinned at publish (docs/fragments.md): `{{> alias}}` includes a text fragment. */
+  fragments?: Record<string, FragmentRef>;
+}
+
+/** A config message: role and content, or (instead of both) the alias of a messages fragment. */
+export interface TemplateMessage {
+  role?: "user" | "assistant" | "system";
+  content?: string;
+  fragment?: string;
+}
+
+/** A fragment's message. */
+export interface FragmentMessage {
+  role: "user" | "assistant" | "system";
+  content: string;
+}
+
+/**
+ * A fragment reference: as written {name, version} or {name, env}; as
+ * stored (pinned) with its version, content hash and content embedded.
+ */
+export interface FragmentRef {
+  name: string;
+  version?: number;
+  env?: string;
+  content_hash?: string;
+  text?: string;
+  messages?: FragmentMessage[];
+  variables?: Record<string, VariableSpec>;
+  fragments?: Record<string, FragmentRef>;
 }
 
 /** A variable's type; none declared is a string. */
@@ -288,6 +319,8 @@ export interface BundleEnv {
 }
 
 export interface Bundle {
+  /** Absent or 1 before fragments; 2 when configs may pin fragments. Evaluators refuse formats they do not know. */
+  format?: number;
   cursor: string;
   agents: Record<string, { versions: Record<string, { content_hash: string; config: PromptConfig }>; envs: Record<string, BundleEnv> }>;
 }
