@@ -134,7 +134,7 @@ run /usr/bin/python3 -m mypy --strict --cache-dir "$PROMPTD_SERVICES_DIR/mypy" s
 run /usr/bin/python3 -m pyflakes sdk/python
 run env PROMPTD_BIN="$python_bin" /usr/bin/python3 -m pytest -q -p no:cacheprovider sdk/python
 
-section "sdk/typescript: npm ci, lint, tsc --strict, tests on a real promptd, openai type check, LangGraph double run"
+section "sdk/typescript: npm ci, lint, tsc --strict, tests on a real promptd, openai type check"
 run bash -c 'go build -o "$PROMPTD_SERVICES_DIR/promptd-ts" ./cmd/promptd &&
 	(cd integrations/testkit && npm ci --no-audit --no-fund --loglevel=error && npm run build) &&
 	cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run lint && npm run build &&
