@@ -9,6 +9,7 @@ import (
 	"github.com/promptd/promptd/audit"
 	"github.com/promptd/promptd/locks"
 	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/sqlstore"
 )
 
 // Lease modes (double texting).
@@ -129,11 +130,11 @@ func (s *Service) raiseFence(ctx context.Context, id string, fence int64) error 
 	ctx, cancel := s.sqlCtx(ctx)
 	defer cancel()
 	db := s.db.WithContext(ctx)
-	res := db.Exec(`UPDATE sessions SET fence = ? WHERE session_id = ? AND fence < ?`, fence, id, fence)
-	if res.Error != nil {
-		return storeErr(res.Error)
+	res, err := sqlstore.ExecDirect(db, `UPDATE sessions SET fence = ? WHERE session_id = ? AND fence < ?`, fence, id, fence)
+	if err != nil {
+		return storeErr(err)
 	}
-	if res.RowsAffected == 1 {
+	if n, _ := res.RowsAffected(); n == 1 {
 		return nil
 	}
 	row, err := readSession(db, id)

@@ -77,14 +77,7 @@ func (r *sessionRow) session() *Session {
 }
 
 func readSession(db *gorm.DB, id string) (*sessionRow, error) {
-	var rows []sessionRow
-	if err := db.Raw(`SELECT `+sessionCols+` FROM sessions WHERE session_id = ?`, id).Scan(&rows).Error; err != nil {
-		return nil, err
-	}
-	if len(rows) == 0 {
-		return nil, ErrNotFound
-	}
-	return &rows[0], nil
+	return querySession(db, `SELECT `+sessionCols+` FROM sessions WHERE session_id = ?`, id)
 }
 
 // readSessionLatest is readSession as a locking read (MySQL: FOR UPDATE),
@@ -93,14 +86,34 @@ func readSessionLatest(tx *gorm.DB, id string) (*sessionRow, error) {
 	if sqlstore.Dialect(tx) != sqlstore.MySQL {
 		return readSession(tx, id)
 	}
-	var rows []sessionRow
-	if err := tx.Raw(`SELECT `+sessionCols+` FROM sessions WHERE session_id = ? FOR UPDATE`, id).Scan(&rows).Error; err != nil {
+	return querySession(tx, `SELECT `+sessionCols+` FROM sessions WHERE session_id = ? FOR UPDATE`, id)
+}
+
+// querySession reads one session row, scanned by position (dest) past
+// GORM's reflection: the lease and write paths read it per request.
+func querySession(db *gorm.DB, q, id string) (*sessionRow, error) {
+	rows, err := sqlstore.QueryDirect(db, q, id)
+	if err != nil {
 		return nil, err
 	}
-	if len(rows) == 0 {
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
 		return nil, ErrNotFound
 	}
-	return &rows[0], nil
+	var r sessionRow
+	if err := rows.Scan(r.dest()...); err != nil {
+		return nil, err
+	}
+	return &r, rows.Close()
+}
+
+// dest is r's fields in sessionCols' order, for rows.Scan.
+func (r *sessionRow) dest() []any {
+	return []any{&r.SessionID, &r.Agent, &r.Env, &r.UserID, &r.PinnedVersion, &r.State, &r.Revision, &r.Fence, &r.Turns,
+		&r.SizeBytes, &r.StateKeys, &r.Metadata, &r.IdleTtlMs, &r.CreatedAtMs, &r.UpdatedAtMs, &r.ClosedAtMs}
 }
 
 type turnRow struct {
