@@ -72,3 +72,43 @@ def test_includeValue_isText_andUnknownAliasIsLiteral() -> None:
     frags = {"s": {"text": "S{{x}}", "fragments": {}}}
     assert evaluate.render("a {{> s}} {{x}} {{>nope}}", {"x": "{{> s}}"}, frags) == "a S{{> s}} {{> s}} {{>nope}}"
     assert evaluate.render("{{{> s}}", {"x": "1"}, frags) == "{S1"
+
+
+def test_localPrompts_withABundleOfUnknownFormat_asksPromptd() -> None:
+    """LocalPrompts answers nothing locally from a format-3 bundle: each
+    resolve goes to GET .../prompt (a scripted transport stands for promptd)."""
+    import httpx
+
+    import promptd
+    from promptd._http import RetryPolicy
+
+    cfg = {"system": "from the bundle"}
+    bundle = {"format": 3, "cursor": "1", "agents": {"a": {
+        "versions": {"1": {"content_hash": "sha256:1", "config": cfg}},
+        "envs": {"prod": {"version": 1, "revision": 1, "revoked": [], "release": None}}}}}
+    calls: list[str] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        calls.append(req.url.path)
+        if req.url.path == "/v1/bundle":
+            return httpx.Response(200, json=bundle, headers={"ETag": '"b1"'})
+        if req.url.path == "/v1/agents/a/envs/prod/prompt":
+            return httpx.Response(200, json={"agent": "a", "env": "prod", "version": 1, "content_hash": "sha256:1",
+                                             "config": {"system": "from promptd"}, "release": None, "pinned": False,
+                                             "repinned_from": None})
+        return httpx.Response(404, json={"code": "not_found", "status": 404, "detail": "x", "title": "Not found",
+                                         "type": "urn:promptd:problem:not_found"})
+
+    fast = RetryPolicy(attempts=1, base=0.01, cap=0.02, max_retry_after=0.02)
+    for fmt, system, asked in ((3, "from promptd", 1), (2, "from the bundle", 0)):
+        bundle["format"] = fmt
+        calls.clear()
+        c = promptd.Client("http://promptd.test", "t", retry=fast, transport=httpx.MockTransport(handler))
+        lp = promptd.LocalPrompts(c, flush_interval=3600, stream=False, poll_interval=3600).start()
+        try:
+            r = lp.resolve("a", "prod")
+            assert r.config["system"] == system
+            assert calls.count("/v1/agents/a/envs/prod/prompt") == asked
+            assert lp.stats.server_resolves == asked
+        finally:
+            lp.close()
