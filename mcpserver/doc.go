@@ -20,8 +20,9 @@
 // # Arguments
 //
 // A prompt's arguments are the declared variables of the version the env
-// resolves to (its pointer, or an active release's arm for a caller
-// without user or session), sorted by name, with their descriptions and
+// resolves to for a caller without user or session id (its pointer; during
+// a release, the release's baseline: the arms bucket by user or session),
+// sorted by name, with their descriptions and
 // required flags. Variables are strings, as MCP arguments are. A required
 // variable without a value is a JSON-RPC invalid-params error (-32602)
 // whose message starts with promptd's code, missing_variable, and names

@@ -13,6 +13,8 @@ import (
 	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/board"
 	"github.com/promptd/promptd/mcpserver"
+	"github.com/promptd/promptd/promptstore"
+	"github.com/promptd/promptd/release"
 	"github.com/promptd/promptd/session"
 )
 
@@ -149,6 +151,27 @@ func TestMCPPrompts_listChangedAfterPointerSwitch(t *testing.T) {
 	list, err := cs.ListPrompts(ctx, nil)
 	if err != nil || len(list.Prompts) != 2 {
 		t.Fatalf("after the new agent: %+v, %v", list, err)
+	}
+	// A release step: a release created for the env is one.
+	v3, err := rt.Prompts.CreateVersion(ctx, promptstore.CreateVersionInput{Agent: "support", BaseVersion: v2, Config: json.RawMessage(`{"system": "three"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if _, err := rt.Releases.Create(ctx, release.CreateInput{Agent: "support", Env: "prod", CandidateVersion: v3.Version, Percent: "100"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+		t.Logf("list_changed %v after a release started", time.Since(start))
+	case <-time.After(time.Second):
+		t.Fatal("no list_changed within 1s of a release")
+	}
+	// A caller without a user or session id (an MCP client) gets the
+	// release's baseline.
+	got, err = cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "support"})
+	if err != nil || got.Messages[0].Content.(*mcp.TextContent).Text != mcpserver.SystemMarker+"two" || got.Meta["promptd/version"] != float64(v2) {
+		t.Fatalf("during the release: %+v, %v", got, err)
 	}
 }
 
