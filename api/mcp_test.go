@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -161,5 +162,61 @@ func TestMCPHTTP_aSessionIsBoundToTheTokenThatOpenedIt(t *testing.T) {
 	}
 	if res := post(runtime, id, list); res.StatusCode != 200 {
 		t.Fatalf("the session's own token: %d", res.StatusCode)
+	}
+}
+
+func TestMCPHTTP_aServerStreamEndsWhenItsTokenIsRevoked(t *testing.T) {
+	a := sqliteApp(t)
+	srv := httptest.NewServer(a.h)
+	t.Cleanup(srv.Close)
+	secret := a.createToken(`{"name": "ide", "role": "runtime"}`)
+	send := func(method, session, body string) *http.Response {
+		r, _ := http.NewRequest(method, srv.URL+"/v1/mcp/prod", strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer "+secret)
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		if method == http.MethodGet {
+			r.Header.Set("Accept", "text/event-stream")
+		}
+		if session != "" {
+			r.Header.Set("Mcp-Session-Id", session)
+			r.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		}
+		res, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = res.Body.Close() })
+		return res
+	}
+	res := send(http.MethodPost, "", `{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}`)
+	id := res.Header.Get("Mcp-Session-Id")
+	if res.StatusCode != 200 || id == "" {
+		t.Fatalf("initialize: %d", res.StatusCode)
+	}
+	send(http.MethodPost, id, `{"jsonrpc": "2.0", "method": "notifications/initialized"}`)
+	stream := send(http.MethodGet, id, "")
+	if stream.StatusCode != 200 {
+		t.Fatalf("GET stream: %d", stream.StatusCode)
+	}
+	ended := make(chan time.Time, 1)
+	go func() {
+		_, _ = io.Copy(io.Discard, stream.Body)
+		ended <- time.Now()
+	}()
+	select {
+	case <-ended:
+		t.Fatal("the stream ended before the revocation")
+	case <-time.After(300 * time.Millisecond):
+	}
+	revoked := time.Now()
+	if rec := a.do("DELETE", "/v1/tokens/ide", admin, ""); rec.Code != http.StatusNoContent {
+		t.Fatalf("revoke: %d", rec.Code)
+	}
+	select {
+	case at := <-ended:
+		t.Logf("the stream ended %v after the revocation", at.Sub(revoked))
+	case <-time.After(3 * time.Second):
+		t.Fatal("the stream outlived its token's revocation by 3s")
 	}
 }
