@@ -218,7 +218,7 @@ func (m *Manager) Acquire(ctx context.Context, key string, ttl time.Duration, op
 	}
 	start := time.Now()
 	deadline := start.Add(o.wait)
-	bctx, span := tracer.Start(ctx, "lock.acquire")
+	bctx, span := startSpan(ctx, "lock.acquire")
 	if span.IsRecording() {
 		span.SetAttributes(attrKey.String(key), attrMode.String(o.mode.String()))
 	}
@@ -351,7 +351,7 @@ func (m *Manager) Holder(ctx context.Context, key string) (Info, error) {
 // debug level as a token op, never as a lost lease: for a lease held by a
 // client it is the client's news, not a loss of promptd's own.
 func (m *Manager) Renew(ctx context.Context, key, token string, ttl time.Duration) (time.Time, error) {
-	ctx, span := tracer.Start(ctx, "lock.renew")
+	ctx, span := startSpan(ctx, "lock.renew")
 	if span.IsRecording() {
 		span.SetAttributes(attrKey.String(key))
 	}
@@ -378,7 +378,7 @@ func (m *Manager) Renew(ctx context.Context, key, token string, ttl time.Duratio
 // Release implements Locker. When it frees a key that this process keeps
 // alive under token, that lease ends as released (not lost).
 func (m *Manager) Release(ctx context.Context, key, token string) (bool, error) {
-	ctx, span := tracer.Start(ctx, "lock.release")
+	ctx, span := startSpan(ctx, "lock.release")
 	freed, err := m.b.Release(ctx, key, token, newNonce())
 	if span.IsRecording() {
 		span.SetAttributes(attrKey.String(key), attribute.Bool("promptd.lock.freed", freed))

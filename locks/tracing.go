@@ -9,11 +9,14 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/promptd/promptd/telemetry"
 )
 
-// Lease work as OpenTelemetry spans (a no-op unless a tracer provider is
-// installed): lock.acquire (mode, wait, outcome, and an event for the
-// fence granted), lock.renew and lock.release by token, lock.keepalive
+// Lease work as OpenTelemetry spans (none unless telemetry.Install
+// installed a tracer provider, as promptd's other spans): lock.acquire
+// (mode, wait, outcome, and an event for the fence granted), lock.renew and lock.release by token, lock.keepalive
 // for the renewals of promptd's own leases and lock.lost when one is
 // lost, both linked to the acquire. Keys are recorded, tokens never.
 //
@@ -21,6 +24,20 @@ import (
 // unsampled lease call (most of them) allocates nothing for them. No
 // sampler promptd configures (OTEL_TRACES_SAMPLER's) reads attributes.
 var tracer = otel.Tracer("github.com/promptd/promptd/locks")
+
+// offSpan is the span of lease work while no tracer provider is installed
+// (telemetry.Enabled): the global tracer would still allocate a
+// non-recording span and a context for it per call.
+var offSpan trace.Span = noop.Span{}
+
+// startSpan starts a lease call's span, or none when tracing is off (ctx
+// unchanged).
+func startSpan(ctx context.Context, name string) (context.Context, trace.Span) {
+	if !telemetry.Enabled() {
+		return ctx, offSpan
+	}
+	return tracer.Start(ctx, name)
+}
 
 const (
 	attrKey     = attribute.Key("promptd.lock.key")
@@ -100,6 +117,9 @@ func traceWait(span trace.Span, start time.Time, err error) {
 // background starts a root span of background lease work, linked to the
 // span that acquired the lease.
 func (l *Lease) background(name string) trace.Span {
+	if !telemetry.Enabled() {
+		return offSpan
+	}
 	opts := []trace.SpanStartOption{trace.WithAttributes(attrKey.String(l.key), attrFence.Int64(l.fence))}
 	if l.origin.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: l.origin}))
