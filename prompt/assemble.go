@@ -85,8 +85,15 @@ type Message struct {
 func (c *Config) Conversation(vars map[string]string, history []Message) []Message {
 	out := make([]Message, 0, 1+len(c.Messages)+len(history))
 	out = append(out, Message{Role: "system", Content: jsonString(c.SystemMessage(vars))})
-	for _, m := range c.chatMessages() {
-		out = append(out, Message{Role: m.Role, Content: jsonString(RenderWith(m.Content, vars, m.frags))})
+	for _, m := range c.Messages {
+		if m.Fragment == "" {
+			out = append(out, Message{Role: m.Role, Content: jsonString(RenderWith(m.Content, vars, c.Fragments))})
+			continue
+		}
+		f := c.Fragments[m.Fragment] // a messages fragment's messages, in place
+		for _, fm := range f.Messages {
+			out = append(out, Message{Role: fm.Role, Content: jsonString(RenderWith(fm.Content, vars, f.Fragments))})
+		}
 	}
 	return append(out, history...)
 }

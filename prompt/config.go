@@ -79,7 +79,7 @@ func ParseConfig(raw []byte) (*Config, []byte, error) {
 	if err := c.checkModel(); err != nil {
 		return nil, nil, err
 	}
-	if c.Fragments == nil {
+	if c.Fragments == nil && c.hasInclude() {
 		// Without fragments, an include is literal text in a stored
 		// version; a new version may not hold one.
 		if err := checkIncludes("config.fragments", c.templates(), nil); err != nil {
@@ -238,6 +238,30 @@ func (c *Config) validate() error {
 }
 
 type template struct{ field, text string }
+
+// hasInclude reports whether any template holds a fragment include,
+// without building the templates' list (a publish's hot path).
+func (c *Config) hasInclude() bool {
+	if hasPartial(c.System) {
+		return true
+	}
+	for _, s := range c.Skills {
+		if hasPartial(s.Instructions) {
+			return true
+		}
+	}
+	for _, m := range c.Memory {
+		if hasPartial(m) {
+			return true
+		}
+	}
+	for _, m := range c.Messages {
+		if hasPartial(m.Content) {
+			return true
+		}
+	}
+	return false
+}
 
 // templates lists the strings placeholders may appear in.
 func (c *Config) templates() []template {

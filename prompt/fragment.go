@@ -101,6 +101,22 @@ func partialAt(s string, i int) (alias string, end int, ok bool) {
 	return alias, j + 2, true
 }
 
+// hasPartial reports whether s holds a fragment include.
+func hasPartial(s string) bool {
+	for i := 0; i < len(s); {
+		k := strings.Index(s[i:], "{{")
+		if k < 0 {
+			return false
+		}
+		i += k
+		if _, _, ok := partialAt(s, i); ok {
+			return true
+		}
+		i++
+	}
+	return false
+}
+
 // Partials lists the fragment aliases s includes, in order, each once.
 func Partials(s string) []string {
 	var out []string
@@ -280,6 +296,9 @@ func PinFragment(raw []byte, self string, src FragmentSource) ([]byte, error) {
 
 // HasFragments reports whether a config document has a "fragments" member.
 func HasFragments(raw []byte) bool {
+	if !bytes.Contains(raw, []byte(`"fragments"`)) {
+		return false // the common case, without parsing
+	}
 	var top map[string]json.RawMessage
 	if json.Unmarshal(raw, &top) != nil {
 		return false
