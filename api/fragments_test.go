@@ -1,10 +1,13 @@
 package api_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+
+	pbundle "github.com/promptd/promptd/bundle"
 )
 
 // fragment creates a fragment version over HTTP and returns its answer.
@@ -291,4 +294,42 @@ func TestFragments_scopedTokens_areRefused(t *testing.T) {
 		problem(t, a.do(c.method, c.path, c.tok, c.body), 403, "forbidden")
 	}
 	a.ok(a.do("GET", "/v1/fragments/safety/versions/1", runtime, ""), 200)
+}
+
+// TestFragments_bundleServesPinnedConfigs_andTheGoEvaluatorAgrees: the
+// bundle holds the pinned config (valid against the Bundle schema), and
+// package bundle assembles from it the server's exact bytes.
+func TestFragments_bundleServesPinnedConfigs_andTheGoEvaluatorAgrees(t *testing.T) {
+	a := sqliteApp(t)
+	a.fragment("tone", 0, `"fragment": {"text": "Tone: {{tone}}."}, "variables": {"tone": {"type": "enum", "values": ["calm", "firm"], "default": "calm"}}`)
+	a.fragment("examples", 0, `"fragment": {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "{{> t}} Hello {{who}}."}]},
+		"variables": {"who": {"required": true}}, "fragments": {"t": {"name": "tone", "version": 1}}`)
+	a.ok(a.do("POST", "/v1/agents/support/versions", admin, `{"base_version": 0, "config": {"system": "S {{> t}}", "messages": [{"fragment": "ex"}],
+		"fragments": {"t": {"name": "tone", "version": 1}, "ex": {"name": "examples", "version": 1}}}}`), 201)
+	a.publish("support", "prod", 1, 0)
+	rec := a.do("GET", "/v1/bundle", runtime, "")
+	if rec.Code != 200 {
+		t.Fatalf("bundle: %d %s", rec.Code, rec.Body)
+	}
+	conforms(t, "Bundle", rec.Body.Bytes())
+	var b pbundle.Bundle
+	if err := json.Unmarshal(rec.Body.Bytes(), &b); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := pbundle.New(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]json.RawMessage{"who": json.RawMessage(`"Ada"`), "tone": json.RawMessage(`"firm"`)}
+	local, _, err := ev.Assemble(pbundle.Request{Agent: "support", Env: "prod", Variables: vars})
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := a.do("POST", "/v1/agents/support/envs/prod/assemble", runtime, `{"variables": {"who": "Ada", "tone": "firm"}}`)
+	if !bytes.Equal(bytes.TrimSpace(local), bytes.TrimSpace(server.Body.Bytes())) {
+		t.Fatalf("local  %s\nserver %s", local, server.Body)
+	}
+	if !strings.Contains(string(local), `"content":"Tone: firm. Hello Ada."`) || !strings.Contains(string(local), `"content":"S Tone: firm."`) {
+		t.Fatalf("assembled %s", local)
+	}
 }
