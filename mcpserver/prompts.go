@@ -13,6 +13,7 @@ import (
 
 	"github.com/promptd/promptd/access"
 	"github.com/promptd/promptd/problem"
+	"github.com/promptd/promptd/prompt"
 	"github.com/promptd/promptd/promptstore"
 )
 
@@ -111,8 +112,8 @@ func (sv *server) describe(ctx context.Context, agent string) (*mcp.Prompt, erro
 		Description: fmt.Sprintf("promptd agent %s in env %s: version %d (%s)", agent, sv.env, p.Version, p.Snapshot.ContentHash),
 		Arguments:   []*mcp.PromptArgument{}}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Variables)) {
-		d := declOf(cfg.Variables[name])
-		out.Arguments = append(out.Arguments, &mcp.PromptArgument{Name: name, Description: d.describe(), Required: d.Required && !d.hasDefault()})
+		d := cfg.Variables[name]
+		out.Arguments = append(out.Arguments, &mcp.PromptArgument{Name: name, Description: describe(d), Required: d.Required && !hasDefault(d)})
 	}
 	return out, nil
 }
@@ -201,56 +202,41 @@ func outOfScope(scope, format string, args ...any) error {
 	return problem.OutOfScope(scope, fmt.Sprintf(format, args...))
 }
 
-// decl is a variable's declaration as its JSON shows it: read through
-// JSON, it holds for a string variable (type absent) and for the typed
-// ones (number, boolean, enum, string_list).
-type decl struct {
-	Type        string          `json:"type"`
-	Values      []string        `json:"values"`
-	Required    bool            `json:"required"`
-	Default     json.RawMessage `json:"default"`
-	Description string          `json:"description"`
-}
-
-func declOf(v any) decl {
-	var d decl
-	if b, err := json.Marshal(v); err == nil {
-		_ = json.Unmarshal(b, &d) // a declaration always decodes into decl
-	}
-	return d
-}
-
-func (d decl) hasDefault() bool { return len(d.Default) > 0 && string(d.Default) != "null" }
+func hasDefault(d prompt.Variable) bool { return len(d.Default) > 0 && string(d.Default) != "null" }
 
 // describe is the argument's description: the declaration's, then its
-// type when not a string, an enum's values and the default.
-func (d decl) describe() string {
+// type (MCP arguments are strings: how the string is read), an enum's
+// values and the default.
+func describe(d prompt.Variable) string {
 	var parts []string
 	if d.Description != "" {
 		parts = append(parts, d.Description)
 	}
-	switch d.Type {
-	case "", "string":
-	case "enum":
-		parts = append(parts, "one of: "+strings.Join(d.Values, ", "))
-	case "string_list":
-		parts = append(parts, "a JSON array of strings")
-	default:
-		parts = append(parts, "a "+d.Type)
+	switch d.Kind() {
+	case prompt.TypeEnum:
+		parts = append(parts, "type enum, one of: "+strings.Join(d.Values, ", "))
+	case prompt.TypeStringList:
+		parts = append(parts, "type string_list: a JSON array of strings, or the items separated by commas")
+	case prompt.TypeNumber:
+		parts = append(parts, "type number: a JSON number")
+	case prompt.TypeBoolean:
+		parts = append(parts, "type boolean: true or false")
 	}
-	if d.hasDefault() {
+	if hasDefault(d) {
 		parts = append(parts, "default "+string(d.Default))
 	}
 	return strings.Join(parts, "; ")
 }
 
 // variables are a prompts/get's string arguments as assemble's
-// variables: a number, boolean or string_list variable's argument is
-// its JSON when it parses as such (else the string, which assemble
-// refuses as invalid_variable).
+// variables, each read as its variable's type (prompt.Variable's
+// ParseArgument: a number's JSON literal, true or false, a list as a
+// JSON array or comma-separated); an argument that does not parse, or an
+// undeclared one, goes as the string, which assemble refuses as
+// invalid_variable naming it (or ignores, undeclared).
 func (sv *server) variables(ctx context.Context, agent string, args map[string]string) (map[string]json.RawMessage, error) {
 	out := make(map[string]json.RawMessage, len(args))
-	var decls map[string]decl
+	var decls map[string]prompt.Variable
 	for k, v := range args {
 		b, _ := json.Marshal(v) // a string always encodes
 		out[k] = b
@@ -259,16 +245,14 @@ func (sv *server) variables(ctx context.Context, agent string, args map[string]s
 			if err != nil {
 				return nil, err
 			}
-			decls = map[string]decl{}
-			for name, d := range p.Snapshot.Parsed.Variables {
-				decls[name] = declOf(d)
+			decls = p.Snapshot.Parsed.Variables
+			if decls == nil {
+				decls = map[string]prompt.Variable{}
 			}
 		}
-		var x any
-		switch decls[k].Type {
-		case "number", "boolean", "string_list":
-			if json.Unmarshal([]byte(v), &x) == nil {
-				out[k] = json.RawMessage(v)
+		if d, ok := decls[k]; ok {
+			if raw, err := d.ParseArgument(v); err == nil {
+				out[k] = raw
 			}
 		}
 	}
