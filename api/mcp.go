@@ -24,6 +24,9 @@ func (s *Server) routeMCP(v1 composed, mw []echo.MiddlewareFunc) {
 	svc := mcpserver.New(s.rt, mcpserver.Options{Logger: s.log, Version: buildinfo.Release()})
 	h := svc.Handler(mcpserver.HandlerOptions{MaxBodyBytes: s.cfg.BodyLimit})
 	handle := func(c echo.Context) error {
+		if s.cfg.MCPOff {
+			return &Error{Code: "not_found", Detail: "the MCP server is turned off on this server (PROMPTD_MCP=false)"}
+		}
 		env, err := pathID(c, "env")
 		if err != nil {
 			return err

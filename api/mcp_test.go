@@ -10,6 +10,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"gorm.io/gorm"
+
+	"github.com/promptd/promptd/api"
+	"github.com/promptd/promptd/internal/harness/testenv"
 
 	"github.com/promptd/promptd/mcpserver"
 )
@@ -219,4 +223,21 @@ func TestMCPHTTP_aServerStreamEndsWhenItsTokenIsRevoked(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("the stream outlived its token's revocation by 3s")
 	}
+}
+
+// PROMPTD_MCP=false: every MCP route answers 404 not_found (after
+// authentication); the control is the same request on a server with MCP on.
+func TestMCPHTTP_turnedOff_answers404(t *testing.T) {
+	testenv.ForEachDialect(t, migrations(), func(t *testing.T, db *gorm.DB) {
+		off := newApp(t, db, func(c *api.Config) { c.MCPOff = true })
+		body := `{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}`
+		for _, m := range []string{"GET", "POST", "DELETE"} {
+			problem(t, off.do(m, "/v1/mcp/prod", runtime, body), 404, "not_found")
+		}
+		problem(t, off.do("POST", "/v1/mcp/prod", "", body), 401, "unauthorized")
+		on := newApp(t, db)
+		if rec := on.do("POST", "/v1/mcp/prod", runtime, body, "Accept", "application/json, text/event-stream"); rec.Code != 200 {
+			t.Fatalf("MCP on: initialize = %d %s", rec.Code, rec.Body)
+		}
+	})
 }

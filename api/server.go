@@ -80,6 +80,9 @@ type Config struct {
 	// DefaultBundleMaxBytes.
 	BundleMaxBytes int64
 
+	// MCPOff turns the MCP server off: /v1/mcp/{env} answers 404
+	// not_found (after authentication, as every route).
+	MCPOff bool
 	// Console is the web console's files (console.Assets()), served at
 	// /ui/ with login into a session cookie (console_auth.go); nil: the
 	// console is off, /ui/ answers 404 and no cookie is accepted.

@@ -183,6 +183,7 @@ func (m *Main) Open(ctx context.Context) error {
 		HeavyMax:        cfg.HeavyMax,
 
 		Console:               consoleAssets(cfg.Console),
+		MCPOff:                !cfg.MCP,
 		ConsoleSessionTTL:     cfg.ConsoleSessionTTL,
 		ConsoleSecureCookie:   cfg.ConsoleSecureCookie,
 		FeedScanMax:           cfg.FeedScanMax,

@@ -123,6 +123,7 @@ type Config struct {
 	// logins last ConsoleSessionTTL; ConsoleSecureCookie marks the cookie
 	// Secure on every login.
 	Console             bool
+	MCP                 bool
 	ConsoleSessionTTL   time.Duration
 	ConsoleSecureCookie bool
 	// FeedScanMax bounds the feed events one long-poll answer looks at.
@@ -226,6 +227,7 @@ func readConfig(e *envReader) (Config, error) {
 			c.OutcomeRetention, exposure.MinOutcomeRetention))
 	}
 	c.Console = e.boolean("PROMPTD_CONSOLE", true, "serve the web console at /ui/ (false: 404, no session cookies)")
+	c.MCP = e.boolean("PROMPTD_MCP", true, "serve the MCP server at /v1/mcp/{env} (false: 404 not_found)")
 	c.ConsoleSessionTTL = e.duration("PROMPTD_CONSOLE_SESSION_TTL", access.DefaultSessionTTL, "a console login lasts this long (never past its token's expiry)")
 	c.ConsoleSecureCookie = e.boolean("PROMPTD_CONSOLE_SECURE_COOKIE", false, "mark the console's session cookie Secure on every login (TLS proxy without X-Forwarded-Proto)")
 	c.FeedScanMax = int(e.count("PROMPTD_FEED_SCAN_MAX", api.DefaultFeedScanMax, "feed events one long-poll answer looks at (a filter matching little answers with next advanced)"))

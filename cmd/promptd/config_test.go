@@ -41,6 +41,7 @@ func TestLoadConfig_defaults(t *testing.T) {
 		ExposureRetention:        2160 * time.Hour,
 		OutcomeRetention:         2160 * time.Hour,
 		Console:                  true,
+		MCP:                      true,
 		ConsoleSessionTTL:        12 * time.Hour,
 		FeedScanMax:              10000,
 		AuthFailuresPerMinute:    600,
