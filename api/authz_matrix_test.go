@@ -128,7 +128,7 @@ func (m *matrix) path(route string, k tokenKind) string {
 }
 
 // adminOnly is the HTTP contract's (api/openapi.yaml) role rule: writes to versions, env pointers,
-// releases, revocations, import and boards' definitions, and everything
+// releases, revocations, fragments, import and boards' definitions, and everything
 // on audit, webhooks and tokens, are admin-only.
 func adminOnly(method, route string) bool {
 	switch {
@@ -137,7 +137,7 @@ func adminOnly(method, route string) bool {
 		return true
 	case method == http.MethodGet, strings.HasSuffix(route, "/assemble"):
 		return false
-	case strings.HasPrefix(route, "/v1/agents/"), strings.HasPrefix(route, "/v1/releases/"), route == "/v1/import":
+	case strings.HasPrefix(route, "/v1/agents/"), strings.HasPrefix(route, "/v1/releases/"), strings.HasPrefix(route, "/v1/fragments/"), route == "/v1/import":
 		return true
 	case route == "/v1/boards/:board" && method == http.MethodPut:
 		return true
