@@ -1,12 +1,12 @@
-// SessionHold: the session's lease held for a run. It renews itself every
-// ttl/3; writes made while it is held carry its fence, so once another
-// holder takes the session over (a higher fence) they are refused by the
-// database, not only by this process's view. Loss (a refused renewal, a
-// stale_fence answer, or no renewal before the lease ran out) aborts
-// `signal`, and every later write rejects with SessionLeaseLostError
-// without a call.
+// SessionHold: the session's lease held for a run, on @promptd/client's
+// HeldLease (its keepalive renews every ttl/3 and marks the lease lost on a
+// refused renewal or when it runs out). Writes made while it is held carry
+// its fence, so once another holder takes the session over (a higher
+// fence) they are refused by the database, not only by this process's
+// view. Loss aborts `signal` with a SessionLeaseLostError, and every later
+// write rejects with it without a call.
 
-import { LeaseLostError, type Client } from "@promptd/client";
+import type { HeldLease } from "@promptd/client";
 import { SessionLeaseLostError } from "./errors.js";
 
 export class SessionHold {
@@ -14,26 +14,23 @@ export class SessionHold {
   readonly holder: string;
   readonly fence: number;
   readonly token: string;
-  private readonly client: Client;
-  private readonly ttlMs: number;
+  private readonly lease: HeldLease;
   private readonly ac = new AbortController();
-  private timer: ReturnType<typeof setInterval> | undefined;
-  private validUntil: number;
-  private renewing = false;
   private lostErr: SessionLeaseLostError | undefined;
   private isReleased = false;
 
-  /** @internal Made by PromptdSession.hold(). */
-  constructor(client: Client, sessionId: string, holder: string, l: { token: string; fence: number }, ttlMs: number, sentAt: number) {
-    this.client = client;
-    this.sessionId = sessionId;
+  /** @internal Made by PromptdSession.hold() around an acquired HeldLease (before it can be lost: see watch). */
+  constructor(lease: HeldLease, holder: string) {
+    this.lease = lease;
+    this.sessionId = lease.sessionId;
     this.holder = holder;
-    this.fence = l.fence;
-    this.token = l.token;
-    this.ttlMs = ttlMs;
-    this.validUntil = sentAt + ttlMs; // from when the acquire was sent: never later than the server's view
-    this.timer = setInterval(() => void this.renew(), Math.max(30, Math.floor(ttlMs / 3)));
-    this.timer.unref();
+    this.fence = lease.fence;
+    this.token = lease.token;
+  }
+
+  /** @internal The HeldLease's onLost: its loss is this hold's. */
+  static watch(get: () => SessionHold | undefined): (err: Error) => void {
+    return (err) => { get()?.markLost(err.message, err); };
   }
 
   /** Aborts when the lease is lost (pass it to run() to stop the run). */
@@ -56,46 +53,17 @@ export class SessionHold {
   markLost(detail: string, cause?: unknown): SessionLeaseLostError {
     if (this.lostErr) return this.lostErr;
     this.lostErr = new SessionLeaseLostError(this.sessionId, detail, cause);
-    this.stop();
+    this.lease.markLost(detail, cause);
     this.ac.abort(this.lostErr);
     return this.lostErr;
-  }
-
-  private stop(): void {
-    if (this.timer !== undefined) clearInterval(this.timer);
-    this.timer = undefined;
-  }
-
-  private async renew(): Promise<void> {
-    if (this.renewing || !this.active) return;
-    if (Date.now() >= this.validUntil) {
-      this.markLost("it ran out before a renewal succeeded");
-      return;
-    }
-    this.renewing = true;
-    const sent = Date.now();
-    try {
-      await this.client.renewSessionLease(this.sessionId, this.token, this.ttlMs, { signal: AbortSignal.timeout(Math.max(50, this.validUntil - sent)) });
-      this.validUntil = sent + this.ttlMs;
-    } catch (err) {
-      if (err instanceof LeaseLostError) this.markLost("the renewal was refused: taken over or expired", err);
-      else if (Date.now() >= this.validUntil) this.markLost("it ran out while renewals failed", err);
-      // Otherwise transient: the next tick tries again.
-    } finally {
-      this.renewing = false;
-    }
   }
 
   /** Frees the lease (with a fresh signal). A lease already lost is not an error. */
   async release(): Promise<void> {
     if (this.isReleased) return;
     this.isReleased = true;
-    this.stop();
+    this.lease.stop();
     if (this.lostErr) return;
-    try {
-      await this.client.releaseSessionLease(this.sessionId, this.token, { signal: AbortSignal.timeout(5000) });
-    } catch (err) {
-      if (!(err instanceof LeaseLostError)) throw err;
-    }
+    await this.lease.release();
   }
 }

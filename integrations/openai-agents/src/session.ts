@@ -23,6 +23,7 @@ import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
 import type { AgentInputItem, RunContext, RunContextAwareSession } from "@openai/agents";
 import {
+  acquireHeldLease,
   LeaseHeldError, RevisionConflictError, StaleFenceError,
   type Client, type JSONValue, type NewTurn,
 } from "@promptd/client";
@@ -158,13 +159,15 @@ export class PromptdSession implements RunContextAwareSession {
     await this.ensure();
     const ttlMs = h.ttlMs ?? this.o.leaseTtlMs ?? 10_000;
     const waitMs = h.waitMs ?? 0;
-    const sent = Date.now();
+    let hold: SessionHold | undefined;
     try {
-      const l = await this.client.acquireSessionLease(this.sessionId, {
-        holder: this.holder, ttlMs, mode: h.preempt ? "preempt" : waitMs > 0 ? "wait" : "reject", ...(waitMs > 0 ? { waitMs } : {}),
+      const lease = await acquireHeldLease(this.client, this.sessionId, this.holder, {
+        ttlMs, mode: h.preempt ? "preempt" : waitMs > 0 ? "wait" : "reject", ...(waitMs > 0 ? { waitMs } : {}),
+        onLost: SessionHold.watch(() => hold),
       });
-      this.held = new SessionHold(this.client, this.sessionId, this.holder, l, ttlMs, sent);
-      return this.held;
+      hold = new SessionHold(lease, this.holder);
+      this.held = hold;
+      return hold;
     } catch (err) {
       throw this.translate(err);
     }

@@ -6,7 +6,7 @@ export {
   type RecordUpdate, type BatchInput, type BatchItemInput, type VersionInput, type ReleaseInput, type RampInput, type TransitionInput,
   type SessionInput, type RecordInput, type RecordQuery, type SessionQuery,
 } from "./client.js";
-export { withSessionLease, appendOptimistic, type HeldLease, type SessionLeaseOptions } from "./lease.js";
+export { withSessionLease, appendOptimistic, acquireHeldLease, HeldLease, type SessionLeaseOptions } from "./lease.js";
 export { HeldIntent, withIntent, registerHeldIntent, type IntentOptions } from "./intent.js";
 export { HeldClaim, ClaimEndedError, stepsTo, claimAndHold, withClaim, claimLoop, type ClaimOptions, type ClaimLoopOptions } from "./claim.js";
 export { LocalPrompts, type LocalPromptsOptions } from "./local.js";
