@@ -13,7 +13,7 @@ import (
 // template included as {{> alias}}) or Messages (inserted by a message
 // {"fragment": alias}).
 type FragmentContent struct {
-	Text     *string   `json:"text,omitempty"`
+	Text     *string           `json:"text,omitempty"`
 	Messages []FragmentMessage `json:"messages,omitempty"`
 }
 
