@@ -56,7 +56,7 @@ func Migrations() []sqlstore.Migration {
 	var ms []sqlstore.Migration
 	for _, m := range [][]sqlstore.Migration{audit.Migrations(), promptstore.Migrations(), idempotency.Migrations(),
 		release.Migrations(), session.Migrations(), intent.Migrations(), board.Migrations(), webhook.Migrations(), exposure.Migrations(),
-		access.Migrations(), changes.Migrations()} {
+		access.Migrations(), changes.Migrations(), promptstore.DraftMigrations()} {
 		ms = append(ms, m...)
 	}
 	return ms

@@ -46,6 +46,7 @@ var testTokens = []api.Token{
 
 func migrations() []sqlstore.Migration {
 	ms := append(audit.Migrations(), promptstore.Migrations()...)
+	ms = append(ms, promptstore.DraftMigrations()...)
 	ms = append(ms, release.Migrations()...)
 	ms = append(ms, session.Migrations()...)
 	ms = append(ms, intent.Migrations()...)

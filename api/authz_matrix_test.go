@@ -135,6 +135,8 @@ func adminOnly(method, route string) bool {
 	case strings.HasPrefix(route, "/v1/audit"), strings.HasPrefix(route, "/v1/webhooks"), strings.HasPrefix(route, "/v1/tokens"),
 		strings.HasPrefix(route, "/v1/protections"), strings.HasPrefix(route, "/v1/change-requests"):
 		return true
+	case strings.HasPrefix(route, "/v1/agents/:agent/drafts"), route == "/v1/agents/:agent/preview": // authoring: every route
+		return true
 	case method == http.MethodGet, strings.HasSuffix(route, "/assemble"):
 		return false
 	case strings.HasPrefix(route, "/v1/agents/"), strings.HasPrefix(route, "/v1/releases/"), strings.HasPrefix(route, "/v1/fragments/"), route == "/v1/import":

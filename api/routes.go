@@ -43,6 +43,17 @@ func (s *Server) routes() {
 	v1.GET("/agents/:agent/versions/:version", agentOnly, s.handleGetVersion, runtime...)
 	v1.GET("/agents/:agent/versions/:a/diff/:b", agentOnly, s.handleDiff, heavyRuntime...)
 
+	// Drafts and preview: authoring, admin only, each draft its
+	// principal's (drafts.go, preview.go).
+	v1.POST("/agents/:agent/drafts", agentOnly, s.handleCreateDraft, admin...)
+	v1.GET("/agents/:agent/drafts", agentOnly, s.handleListDrafts, admin...)
+	v1.GET("/agents/:agent/drafts/:id", agentOnly, s.handleGetDraft, admin...)
+	v1.PUT("/agents/:agent/drafts/:id", agentOnly, s.handlePutDraft, admin...)
+	v1.DELETE("/agents/:agent/drafts/:id", agentOnly, s.handleDeleteDraft, admin...)
+	v1.POST("/agents/:agent/drafts/:id/validate", agentOnly, s.handleValidateDraft, admin...)
+	v1.POST("/agents/:agent/drafts/:id/publish", agentOnly, s.handlePublishDraft, admin...)
+	v1.POST("/agents/:agent/preview", agentOnly, s.handlePreview, admin...)
+
 	// Fragments: shared, versioned pieces of prompts; no agent scope
 	// covers them (fragments.go).
 	v1.GET("/fragments", unscopedOnly, s.handleListFragments, runtime...)
