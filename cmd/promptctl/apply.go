@@ -42,6 +42,9 @@ type planItem struct {
 	// with the merged config).
 	Merge *client.VersionMerge `json:"merge,omitempty"`
 	file  promptFile
+	// planned: a dry run's create that references a fragment version this
+	// apply plans (promptd cannot check it before that version exists).
+	planned bool
 }
 
 // envSw is one env pointer switch made by --env.
@@ -82,12 +85,31 @@ func runApply(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
+	frags, err := loadFragments(o.path)
+	if err != nil {
+		return err
+	}
 	lock, err := readLock(dir)
 	if err != nil {
 		return err
 	}
-	items, err := a.plan(files, lock)
+	// Fragments first: an agent that references one by an env or a version
+	// then pins what this apply just published.
+	fp, err := a.applyFragments(frags, lock, o)
 	if err != nil {
+		if fp != nil && !o.dryRun {
+			err = errors.Join(err, writeLock(dir, lock))
+		}
+		if fp != nil {
+			a.reportFragments(fp)
+		}
+		return err
+	}
+	items, err := a.plan(files, lock, fp)
+	if err != nil {
+		if !o.dryRun {
+			err = errors.Join(err, writeLock(dir, lock))
+		}
 		return err
 	}
 	if o.rebase {
@@ -118,13 +140,17 @@ func runApply(a *app, args []string) error {
 			a.switchEnvs(items, o.env)
 		}
 	}
-	a.report(items, o, dir)
-	return outcome(items, err, o)
+	a.report(items, fp, o, dir)
+	return outcome(items, fp, err, o)
 }
 
 // plan compares each file with promptd's latest version of its agent and
-// with the lock file.
-func (a *app) plan(files []promptFile, lock *lockFile) ([]*planItem, error) {
+// with the lock file. A config that references fragments is unchanged when
+// the version promptd would make of it now (?dry_run=true, its references
+// pinned again) has the latest's content hash; it is not published when a
+// fragment it references was not applied (fp), and in a dry run it is
+// planned when a planned fragment change would make it pin another version.
+func (a *app) plan(files []promptFile, lock *lockFile, fp *fragPlan) ([]*planItem, error) {
 	agents, err := a.c.AllAgents(a.ctx)
 	if err != nil {
 		return nil, err
@@ -139,8 +165,21 @@ func (a *app) plan(files []promptFile, lock *lockFile) ([]*planItem, error) {
 		it := &planItem{Agent: f.Agent, File: filepath.Base(f.Path), Base: lock.Agents[f.Agent].Version,
 			Latest: ag.LatestVersion, ContentHash: f.Hash, file: f}
 		items[i] = it
+		refs := len(configRefs(f.Config)) > 0
+		if refs && fp != nil {
+			if names := fp.blockedBy(f.Config); names != "" {
+				it.Status, it.Detail = stFailed, "not published: it references fragment "+names+", which this apply did not apply (see above)"
+				continue
+			}
+			if why := fp.changedRef(f.Config); why != "" && it.Base == it.Latest {
+				it.Status, it.Detail, it.planned = stCreate, "would pin a new fragment version: "+why, true
+				continue
+			}
+		}
 		switch {
 		case known && ag.LatestContentHash == f.Hash:
+			it.Status, it.Version = stUnchanged, ag.LatestVersion
+		case known && refs && a.pinsSame(it, ag):
 			it.Status, it.Version = stUnchanged, ag.LatestVersion
 		case it.Base == it.Latest:
 			it.Status = stCreate
@@ -149,6 +188,14 @@ func (a *app) plan(files []promptFile, lock *lockFile) ([]*planItem, error) {
 		}
 	}
 	return items, nil
+}
+
+// pinsSame reports whether publishing the file's config now over agent
+// ag's latest version would make a version of the same content hash
+// (promptd pins its fragment references again, writing nothing).
+func (a *app) pinsSame(it *planItem, ag client.Agent) bool {
+	v, err := a.c.CheckVersion(a.ctx, it.Agent, client.CreateVersionRequest{BaseVersion: ag.LatestVersion, Config: it.file.Config})
+	return err == nil && v.ContentHash == ag.LatestContentHash
 }
 
 // conflict marks it as a conflict with promptd's latest version and diffs
@@ -194,6 +241,15 @@ func (a *app) diffVersion(it *planItem, latest int, config []byte, toName string
 	if err != nil {
 		return ""
 	}
+	// Both sides as an author writes them: fragment references, not the
+	// pinned content (a config without fragments is as it is).
+	theirs, err := unpinned(v.Config)
+	if err != nil {
+		theirs = v.Config
+	}
+	if u, err := unpinned(config); err == nil {
+		config = u
+	}
 	local, err := client.Canonical(config)
 	if err != nil {
 		return ""
@@ -202,7 +258,7 @@ func (a *app) diffVersion(it *planItem, latest int, config []byte, toName string
 		return difflib.SplitLines(strings.TrimSuffix(string(client.Pretty(canonical)), "\n"))
 	}
 	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: lines(mustCanonical(v.Config)), B: lines(local),
+		A: lines(mustCanonical(theirs)), B: lines(local),
 		FromFile: fmt.Sprintf("%s/v%d (promptd)", it.Agent, latest), ToFile: toName, Context: 3})
 	return d
 }
@@ -262,6 +318,12 @@ func (a *app) publish(items []*planItem, o applyOpts) error {
 func (a *app) check(items []*planItem, o applyOpts) error {
 	for _, it := range items {
 		if it.Status != stCreate {
+			continue
+		}
+		if it.planned {
+			if it.Latest > 0 {
+				it.Diff = a.diffVersion(it, it.Latest, it.file.Config, it.File+" (yours)")
+			}
 			continue
 		}
 		v, err := a.c.CheckVersion(a.ctx, it.Agent, client.CreateVersionRequest{
@@ -454,8 +516,8 @@ func (a *app) switchEnvs(items []*planItem, env string) {
 }
 
 // outcome is apply's error: a conflict (exit 3), a failure (exit 1), or nil.
-func outcome(items []*planItem, err error, o applyOpts) error {
-	var conflicts, failed []string
+func outcome(items []*planItem, fp *fragPlan, err error, o applyOpts) error {
+	conflicts, failed := fp.outcome()
 	for _, it := range items {
 		switch it.Status {
 		case stConflict:

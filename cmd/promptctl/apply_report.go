@@ -8,12 +8,17 @@ import (
 
 // report prints apply's plan and outcome: a table (one row per agent,
 // then the env switches, then each conflict with its diff), or JSON.
-func (a *app) report(items []*planItem, o applyOpts, dir string) {
+func (a *app) report(items []*planItem, fp *fragPlan, o applyOpts, dir string) {
 	if a.output == "json" {
-		_ = a.printJSON(map[string]any{"dry_run": o.dryRun, "atomic": o.atomic, "lock_file": filepath.Join(dir, lockName),
-			"items": items, "summary": summary(items)})
+		rep := map[string]any{"dry_run": o.dryRun, "atomic": o.atomic, "lock_file": filepath.Join(dir, lockName),
+			"items": items, "summary": summary(items)}
+		if fp != nil && len(fp.items) > 0 {
+			rep["fragments"] = fp.items
+		}
+		_ = a.printJSON(rep)
 		return
 	}
+	a.reportFragments(fp)
 	rows := make([][]string, len(items))
 	for i, it := range items {
 		version := "-"

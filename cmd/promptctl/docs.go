@@ -23,6 +23,18 @@ code and field (exit 1), and each planned version is shown as a unified diff fro
 promptd's latest (with --rebase, to the merged config). --atomic publishes every file through one all-or-nothing import.
 --env then points ENV at each applied version.
 
+Fragments (DIR/fragments/*.yaml|json: {name, text|messages, variables?, fragments?,
+message?, envs?}) are applied first: a fragment whose content differs from promptd's
+latest version (promptd computes the content hash, ?dry_run=true) is published with that
+latest as base_version (a version published meanwhile is a conflict, exit 3), then each
+fragment env pointer its envs names is moved to the version the file is applied as; only
+then are the agents published, so an agent referencing {name, env} or {name, version}
+pins what was just published. An agent whose config references fragments is unchanged
+when promptd would pin the same content hash as its latest version; one referencing a
+fragment that was not applied is not published. --dry-run shows each fragment's plan,
+diff and pointer moves, and the agents they would reach. --atomic and --env concern the
+agents only.
+
 --rebase turns a stale base into a three-way merge: promptd merges your changes since
 the lock file's version with the versions published since (by JSON path; skills and
 named messages keyed by name, tools by their function's name; messages without names
@@ -46,7 +58,10 @@ records each in DIR's lock file (promptd.lock.json), so an apply right after is 
 no-op (0 created). Use it to adopt what a server already holds, or to bring a stale
 directory up to date. Lock entries of agents promptd does not have are dropped.
 A file changed since it was last applied or pulled is not overwritten (exit 1,
-nothing written) unless --force.`,
+nothing written) unless --force. An agent's file holds its fragment references
+({name, env} or {name, version}), not the content promptd pinned. Without --agent, pull
+also writes the latest version of every fragment as DIR/fragments/NAME.yaml (or the file
+that already defines it), its envs the env pointers that name that version.`,
 		examples: []string{"promptctl pull prompts", "promptctl pull prompts --agent support", "promptctl pull prompts && promptctl apply -f prompts  # 0 created"},
 	},
 	"agents": {

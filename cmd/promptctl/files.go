@@ -19,7 +19,8 @@ import (
 )
 
 // lockName is the lock file kept beside the prompt files: for each agent,
-// the version (and content hash) its file was last applied as.
+// the version (and content hash) its file was last applied as; for each
+// fragment file (fragments/), the version and the file's hash.
 const lockName = "promptd.lock.json"
 
 // errNoPromptFiles: a directory holds no prompt file.
@@ -216,6 +217,9 @@ func writeScalar(buf *bytes.Buffer, n *yaml.Node, at func(string, ...any) error)
 // lockFile is promptd.lock.json.
 type lockFile struct {
 	Agents map[string]lockEntry `json:"agents"`
+	// Fragments: for each fragment file, the version it was last applied
+	// or pulled as (and the hash of the file).
+	Fragments map[string]lockEntry `json:"fragments,omitempty"`
 }
 
 type lockEntry struct {

@@ -24,6 +24,7 @@ type pulled struct {
 	Version     int    `json:"version,omitempty"`
 	ContentHash string `json:"content_hash,omitempty"`
 	content     []byte
+	fileHash    string // of the file's config: its references unpinned
 }
 
 // agentList is the repeatable --agent flag.
@@ -64,7 +65,18 @@ func runPull(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
+	var frags []*pulledFragment
+	if len(only) == 0 { // every agent: and every fragment
+		if frags, err = a.pullFragments(dir, lock); err != nil {
+			return err
+		}
+	}
 	var edited []string
+	for _, it := range frags {
+		if it.edited && !*force {
+			edited = append(edited, it.File)
+		}
+	}
 	for _, it := range items {
 		f, ok := local[it.Agent]
 		if ok && it.Status == "written" && f.Hash != lock.Agents[it.Agent].ContentHash && !*force {
@@ -84,21 +96,51 @@ func runPull(a *app, args []string) error {
 		if it.Status == "dropped" {
 			delete(lock.Agents, it.Agent)
 		} else {
-			lock.Agents[it.Agent] = lockEntry{Version: it.Version, ContentHash: it.ContentHash}
+			lock.Agents[it.Agent] = lockEntry{Version: it.Version, ContentHash: it.fileHash}
 		}
+	}
+	for _, it := range frags {
+		if it.Status == "written" {
+			if err := os.MkdirAll(filepath.Join(dir, fragmentsDir), 0o755); err != nil {
+				return err
+			}
+			if err := writeAtomic(filepath.Join(dir, it.File), it.content); err != nil {
+				return err
+			}
+		}
+		if lock.Fragments == nil {
+			lock.Fragments = map[string]lockEntry{}
+		}
+		lock.Fragments[it.Fragment] = lockEntry{Version: it.Version, ContentHash: it.fileHash}
 	}
 	if err := writeLock(dir, lock); err != nil {
 		return fmt.Errorf("writing %s: %w", lockName, err)
 	}
 	if a.output == "json" {
-		return a.printJSON(map[string]any{"dir": dir, "lock_file": filepath.Join(dir, lockName), "items": items})
+		rep := map[string]any{"dir": dir, "lock_file": filepath.Join(dir, lockName), "items": items}
+		if len(frags) > 0 {
+			rep["fragments"] = frags
+		}
+		return a.printJSON(rep)
+	}
+	if len(frags) > 0 {
+		rows := make([][]string, len(frags))
+		for i, it := range frags {
+			rows[i] = []string{it.Fragment, it.File, it.Status, itoa(it.Version), strings.Join(it.Envs, ","), short(it.ContentHash)}
+		}
+		a.table([]string{"FRAGMENT", "FILE", "STATUS", "VERSION", "ENVS", "HASH"}, rows)
+		fmt.Fprintln(a.stdout)
 	}
 	rows := make([][]string, len(items))
 	for i, it := range items {
 		rows[i] = []string{it.Agent, orDefault(it.File, "-"), it.Status, itoa(it.Version), short(it.ContentHash)}
 	}
 	a.table([]string{"AGENT", "FILE", "STATUS", "VERSION", "HASH"}, rows)
-	fmt.Fprintf(a.stdout, "\npulled %d agent(s) into %s; %s records their versions\n", len(items), dir, lockName)
+	fmt.Fprintf(a.stdout, "\npulled %d agent(s)", len(items))
+	if len(frags) > 0 {
+		fmt.Fprintf(a.stdout, " and %d fragment(s)", len(frags))
+	}
+	fmt.Fprintf(a.stdout, " into %s; %s records their versions\n", dir, lockName)
 	return nil
 }
 
@@ -134,16 +176,25 @@ func (a *app) pullPlan(agents []client.Agent, only agentList, local map[string]p
 		if err != nil {
 			return nil, err
 		}
-		it := &pulled{Agent: ag.Agent, Status: "written", Version: v.Version, ContentHash: v.ContentHash}
+		it := &pulled{Agent: ag.Agent, Status: "written", Version: v.Version, ContentHash: v.ContentHash, fileHash: v.ContentHash}
+		config := v.Config
+		if len(configRefs(config)) > 0 { // written as its author would: references, not the pinned content
+			if config, err = unpinned(config); err != nil {
+				return nil, fmt.Errorf("%s version %d: %w", ag.Agent, v.Version, err)
+			}
+			if it.fileHash, err = client.ContentHash(config); err != nil {
+				return nil, err
+			}
+		}
 		name := ag.Agent + ".yaml"
 		if f, ok := local[ag.Agent]; ok {
 			name = filepath.Base(f.Path)
-			if f.Hash == v.ContentHash {
+			if f.Hash == it.fileHash {
 				it.Status = "unchanged"
 			}
 		}
 		it.File = name
-		if it.content, err = renderPrompt(ag.Agent, v.Config, v.ContentHash, strings.ToLower(filepath.Ext(name)) == ".json"); err != nil {
+		if it.content, err = renderPrompt(ag.Agent, config, it.fileHash, strings.ToLower(filepath.Ext(name)) == ".json"); err != nil {
 			return nil, fmt.Errorf("%s version %d: %w", ag.Agent, v.Version, err)
 		}
 		items = append(items, it)
