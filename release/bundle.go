@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/audit"
+	"github.com/promptd/promptd/bundle"
 	"github.com/promptd/promptd/ident"
 	"github.com/promptd/promptd/problem"
 	"github.com/promptd/promptd/sqlstore"
@@ -23,6 +24,9 @@ import (
 // of every version a pointer or an active release names. Cursor is the
 // change-feed position it reflects.
 type Bundle struct {
+	// Format is the bundle's format number (bundle.Format): evaluators
+	// that do not know it ask the server. It is part of the ETag's digest.
+	Format int                     `json:"format"`
 	Cursor string                  `json:"cursor"`
 	Agents map[string]*BundleAgent `json:"agents"`
 	// ETag names this bundle's content (a digest of everything in it but
@@ -162,7 +166,7 @@ func readBundle(ctx context.Context, tx *gorm.DB, q BundleQuery) (*Bundle, error
 	if err != nil {
 		return nil, err
 	}
-	b := &Bundle{Cursor: fmt.Sprint(head), Agents: map[string]*BundleAgent{}}
+	b := &Bundle{Format: bundle.Format, Cursor: fmt.Sprint(head), Agents: map[string]*BundleAgent{}}
 	visible := func(agent, env string) bool { return q.Visible == nil || q.Visible(agent, env) }
 
 	w, args := q.where(false)

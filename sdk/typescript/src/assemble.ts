@@ -53,7 +53,7 @@ export const BUNDLE_FORMATS: readonly number[] = [1, 2];
  */
 export function checkBundleFormat(bundle: Bundle): void {
   const f = bundle.format ?? 1;
-  if (!BUNDLE_FORMATS.includes(f)) throw new AskServer("format_unknown" as AskServer["reason"]);
+  if (!BUNDLE_FORMATS.includes(f)) throw new AskServer("format_unknown");
 }
 
 /**

@@ -6,7 +6,7 @@
 
 import { createHash } from "node:crypto";
 import { InvalidFieldError, InvalidIdError, AgentNotFoundError, NoPointerError } from "./errors.js";
-import { assembleOpenAI, assemblePlain, type Picked } from "./assemble.js";
+import { assembleOpenAI, assemblePlain, checkBundleFormat, type Picked } from "./assemble.js";
 import { bucket } from "./murmur3.js";
 import type { AssembledPlain, Bundle, BundleRelease, Message, OpenAIChatBody, ReleaseTrace, Resolved } from "./types.js";
 
@@ -30,7 +30,7 @@ export interface LocalRequest {
 
 /** Only the server can answer: send the request there. */
 export class AskServer extends Error {
-  readonly reason: "pin_unknown" | "pin_revoked" | "version_missing";
+  readonly reason: "pin_unknown" | "pin_revoked" | "version_missing" | "format_unknown";
   constructor(reason: AskServer["reason"]) {
     super(`ask the server: ${reason}`);
     this.name = "AskServer";
@@ -91,6 +91,7 @@ function decide(r: BundleRelease, revoked: readonly number[], userId: string, se
 
 /** Resolves like GET .../prompt. */
 export function resolveLocal(b: Bundle, req: LocalRequest): Resolved & { picked: Picked } {
+  checkBundleFormat(b); // a format it does not know: only the server can answer
   validate(req);
   const a = b.agents[req.agent];
   if (!a) throw new AgentNotFoundError(404, "agent_not_found", `no agent ${req.agent}`);

@@ -11,7 +11,7 @@ export { HeldIntent, withIntent, registerHeldIntent, type IntentOptions } from "
 export { HeldClaim, ClaimEndedError, stepsTo, claimAndHold, withClaim, claimLoop, type ClaimOptions, type ClaimLoopOptions } from "./claim.js";
 export { LocalPrompts, type LocalPromptsOptions } from "./local.js";
 export { ExposureBatcher } from "./exposures.js";
-export { render, bind, renderValue, systemMessage, assemblePlain, assembleOpenAI } from "./assemble.js";
+export { render, bind, renderValue, checkBundleFormat, systemMessage, assemblePlain, assembleOpenAI } from "./assemble.js";
 export { murmur3, bucket } from "./murmur3.js";
 export { parseSSE, type SSEMessage } from "./sse.js";
 export { resolveLocal, assembleLocal, cutHistory, AskServer, type LocalRequest } from "./evaluate.js";

@@ -107,7 +107,7 @@ const MIRRORS: Record<string, Mirror | NotAShape> = {
   BundleRelease: { schemas: ["BundleEnv/properties/release"] },
   "BundleRelease.overrides": { schemas: ["OverrideHashes"] },
   BundleEnv: { schemas: ["BundleEnv"] },
-  Bundle: { schemas: ["Bundle"] },
+  Bundle: { schemas: ["Bundle"], optional: { format: "a bundle of a server before fragments has none (format 1), and the evaluators read those too" } },
   "Bundle.agents{}": { schemas: ["BundleAgent"] },
   "Bundle.agents{}.versions{}": { schemas: ["BundleAgent/properties/versions/additionalProperties"] },
   ExposureItem: { schemas: ["ExposureReport/properties/items/items"] },
