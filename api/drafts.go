@@ -226,3 +226,19 @@ func (s *Server) handlePublishDraft(c echo.Context) error {
 	}
 	return s.send(c, http.StatusCreated, versionBody(v))
 }
+
+// handleDraftDiff: GET /v1/agents/{agent}/drafts/{id}/diff: the unified
+// diff (text/x-diff) of the draft's config against its base version, as
+// .../versions/{a}/diff/{b} renders two versions; not cached.
+func (s *Server) handleDraftDiff(c echo.Context) error {
+	agent, id, err := draftPath(c)
+	if err != nil {
+		return err
+	}
+	diff, err := s.rt.Prompts.DraftDiff(c.Request().Context(), agent, principalOf(c), id)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
+	return c.Blob(http.StatusOK, "text/x-diff; charset=utf-8", []byte(diff))
+}

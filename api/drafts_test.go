@@ -69,6 +69,11 @@ func TestDrafts_ownershipAutosaveAndConflict(t *testing.T) {
 		if len(probs) != 1 || probs[0].(map[string]any)["code"] != "undeclared_variable" || probs[0].(map[string]any)["field"] != "config.system" {
 			t.Fatalf("problems = %v", probs)
 		}
+		if rec := a.do("GET", base+"/diff", admin, ""); rec.Code != 200 || !strings.Contains(rec.Body.String(), `-  "system": "Hello."`) ||
+			!strings.Contains(rec.Body.String(), `+  "system": "Hi {{name}}."`) {
+			t.Fatalf("diff: %d %s", rec.Code, rec.Body)
+		}
+		problem(t, a.do("GET", base+"/diff", author2, ""), 404, "not_found")
 		p := problem(t, a.do("PUT", base, admin, `{"config": {"system": "other tab"}, "expected_revision": 1}`), 409, "revision_conflict")
 		if p["current_revision"] != float64(2) {
 			t.Errorf("conflict = %v", p)

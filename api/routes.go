@@ -51,6 +51,7 @@ func (s *Server) routes() {
 	v1.PUT("/agents/:agent/drafts/:id", agentOnly, s.handlePutDraft, admin...)
 	v1.DELETE("/agents/:agent/drafts/:id", agentOnly, s.handleDeleteDraft, admin...)
 	v1.POST("/agents/:agent/drafts/:id/validate", agentOnly, s.handleValidateDraft, admin...)
+	v1.GET("/agents/:agent/drafts/:id/diff", agentOnly, s.handleDraftDiff, admin...)
 	v1.POST("/agents/:agent/drafts/:id/publish", agentOnly, s.handlePublishDraft, admin...)
 	v1.POST("/agents/:agent/preview", agentOnly, s.handlePreview, admin...)
 

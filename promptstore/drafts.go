@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pmezard/go-difflib/difflib"
 	"gorm.io/gorm"
 
 	"github.com/promptd/promptd/audit"
@@ -445,4 +446,41 @@ func setAside(doc map[string]any, field string, tolerated map[string]bool) bool 
 		}
 	}
 	return true
+}
+
+// DraftDiff is the unified diff of owner's draft against its base version
+// (the old side), as Diff renders two versions: sorted-key, 2-space
+// JSON, the same size limits; never cached (a draft changes).
+func (s *Store) DraftDiff(ctx context.Context, agent, owner, id string) (string, error) {
+	d, err := s.GetDraft(ctx, agent, owner, id)
+	if err != nil {
+		return "", err
+	}
+	old := []byte("{}")
+	if d.BaseVersion > 0 {
+		v, err := s.GetVersion(ctx, agent, d.BaseVersion)
+		if err != nil {
+			return "", err
+		}
+		old = v.Config
+	}
+	canon, err := Canonical(d.Config)
+	if err != nil {
+		return "", invalid(CodeInvalidConfig, "config", "%v", err)
+	}
+	lim := s.o.Limits
+	pa, pb := Pretty(old), Pretty(canon)
+	if int64(len(pa)+len(pb)) > lim.DiffMaxBytes {
+		return "", limitError(LimitDiffBytes, lim.DiffMaxBytes)
+	}
+	if bytes.Count(pa, []byte{'\n'})+bytes.Count(pb, []byte{'\n'})+2 > lim.DiffMaxLines {
+		return "", limitError(LimitDiffLines, int64(lim.DiffMaxLines))
+	}
+	return difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A:        difflib.SplitLines(string(pa)),
+		B:        difflib.SplitLines(string(pb)),
+		FromFile: fmt.Sprintf("%s/v%d", agent, d.BaseVersion),
+		ToFile:   fmt.Sprintf("%s/%s", agent, id),
+		Context:  3,
+	})
 }
