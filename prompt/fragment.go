@@ -71,32 +71,11 @@ type FragmentSource func(name string, version int, env string) (*FragmentVersion
 // ("{{" there): its alias and the index after it. Spaces and tabs are
 // allowed around ">" and the alias.
 func partialAt(s string, i int) (alias string, end int, ok bool) {
-	j := i + 2
-	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
-		j++
-	}
+	j := skipBlanks(s, i+2)
 	if j >= len(s) || s[j] != '>' {
 		return "", 0, false
 	}
-	j++
-	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
-		j++
-	}
-	start := j
-	for j < len(s) && (s[j] == '_' || s[j] >= 'a' && s[j] <= 'z' || s[j] >= 'A' && s[j] <= 'Z' || j > start && s[j] >= '0' && s[j] <= '9') {
-		j++
-	}
-	if j == start {
-		return "", 0, false
-	}
-	alias = s[start:j]
-	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
-		j++
-	}
-	if !strings.HasPrefix(s[j:], "}}") {
-		return "", 0, false
-	}
-	return alias, j + 2, true
+	return nameThenClose(s, j+1)
 }
 
 // hasPartial reports whether s holds a fragment include.

@@ -9,10 +9,14 @@ import "strings"
 // placeholderAt reports the placeholder starting at s[i] ("{{" there), its
 // name and the index just after it.
 func placeholderAt(s string, i int) (name string, end int, ok bool) {
-	j := i + 2
-	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
-		j++
-	}
+	return nameThenClose(s, i+2)
+}
+
+// nameThenClose reads, from s[j], blanks, a name ([A-Za-z_][A-Za-z0-9_]*),
+// blanks and "}}": the name and the index after the braces. Placeholders
+// ({{name}}) and fragment includes ({{> alias}}) share it.
+func nameThenClose(s string, j int) (name string, end int, ok bool) {
+	j = skipBlanks(s, j)
 	start := j
 	for j < len(s) && (s[j] == '_' || s[j] >= 'a' && s[j] <= 'z' || s[j] >= 'A' && s[j] <= 'Z' || j > start && s[j] >= '0' && s[j] <= '9') {
 		j++
@@ -21,13 +25,20 @@ func placeholderAt(s string, i int) (name string, end int, ok bool) {
 		return "", 0, false
 	}
 	name = s[start:j]
-	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
-		j++
-	}
+	j = skipBlanks(s, j)
 	if !strings.HasPrefix(s[j:], "}}") {
 		return "", 0, false
 	}
 	return name, j + 2, true
+}
+
+// skipBlanks is the index of the first byte from j that is not a space or
+// a tab.
+func skipBlanks(s string, j int) int {
+	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+		j++
+	}
+	return j
 }
 
 // Placeholders lists the placeholder names of s in order of appearance,
