@@ -4,6 +4,7 @@ AsyncClient (which only send what these build)."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 from urllib.parse import quote
 
@@ -322,3 +323,175 @@ def get_exposures(agent: str, env: str, frm: Optional[str], to: Optional[str],
                   cursor: Optional[str]) -> Call[Page[dict[str, Any]]]:
     return Call("GET", f"/v1/agents/{seg(agent)}/envs/{seg(env)}/exposures", _page,
                 params={"from": frm, "to": to, "cursor": cursor})
+
+
+# Fragments (docs/fragments.md): shared, versioned pieces of prompts. Every
+# fragment route needs an unscoped token; writes the admin role.
+def _s(v: Any) -> str:
+    return v if isinstance(v, str) else ""
+
+
+def _i(v: Any) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+def _d(v: Any) -> dict[str, Any]:
+    return dict(v) if isinstance(v, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class FragmentProposal:
+    """An agent whose latest version names the fragment by an env, so whose
+    next publish takes what that env then points at."""
+
+    agent: str
+    version: int
+    alias: str
+    env: str
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> "FragmentProposal":
+        return FragmentProposal(agent=_s(d.get("agent")), version=_i(d.get("version")), alias=_s(d.get("alias")),
+                                env=_s(d.get("env")))
+
+
+@dataclass(frozen=True)
+class FragmentVersion:
+    """An immutable fragment version: ``fragment`` is ``{"text": ...}`` or
+    ``{"messages": [...]}``; ``fragments`` its own references, pinned."""
+
+    name: str
+    version: int
+    content_hash: str
+    fragment: dict[str, Any]
+    variables: dict[str, Any]
+    fragments: dict[str, Any]
+    message: str
+    created_by: str
+    created_at: str
+    dry_run: bool = False
+    proposal: list[FragmentProposal] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def text(self) -> Optional[str]:
+        t = self.fragment.get("text")
+        return t if isinstance(t, str) else None
+
+    @property
+    def messages(self) -> Optional[list[dict[str, Any]]]:
+        m = self.fragment.get("messages")
+        return [dict(x) for x in m if isinstance(x, Mapping)] if isinstance(m, list) else None
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> "FragmentVersion":
+        p = d.get("proposal")
+        return FragmentVersion(name=_s(d.get("name")), version=_i(d.get("version")), content_hash=_s(d.get("content_hash")),
+                               fragment=_d(d.get("fragment")), variables=_d(d.get("variables")),
+                               fragments=_d(d.get("fragments")), message=_s(d.get("message")),
+                               created_by=_s(d.get("created_by")), created_at=_s(d.get("created_at")),
+                               dry_run=d.get("dry_run") is True,
+                               proposal=[FragmentProposal.from_json(x) for x in p if isinstance(x, Mapping)]
+                               if isinstance(p, list) else [], raw=dict(d))
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """A fragment as GET /v1/fragments lists it: its latest version and,
+    per env, the version the env's pointer names."""
+
+    name: str
+    latest_version: int
+    latest_content_hash: str
+    envs: dict[str, int]
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> "Fragment":
+        return Fragment(name=_s(d.get("name")), latest_version=_i(d.get("latest_version")),
+                        latest_content_hash=_s(d.get("latest_content_hash")),
+                        envs={k: _i(v) for k, v in _d(d.get("envs")).items()})
+
+
+@dataclass(frozen=True)
+class FragmentEnv:
+    """A fragment env pointer."""
+
+    name: str
+    env: str
+    version: int
+    revision: int
+    updated_at: str
+    updated_by: str
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> "FragmentEnv":
+        return FragmentEnv(name=_s(d.get("name")), env=_s(d.get("env")), version=_i(d.get("version")),
+                           revision=_i(d.get("revision")), updated_at=_s(d.get("updated_at")),
+                           updated_by=_s(d.get("updated_by")))
+
+
+@dataclass(frozen=True)
+class FragmentUse:
+    """An agent version that pins a fragment version, with the envs whose
+    pointers name that agent version."""
+
+    agent: str
+    version: int
+    envs: list[str]
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> "FragmentUse":
+        e = d.get("envs")
+        return FragmentUse(agent=_s(d.get("agent")), version=_i(d.get("version")),
+                           envs=[x for x in e if isinstance(x, str)] if isinstance(e, list) else [])
+
+
+def _fragment_path(name: str) -> str:
+    return f"/v1/fragments/{seg(name)}"
+
+
+def create_fragment_version(name: str, base_version: int, text: Optional[str],
+                            messages: Optional[Sequence[Mapping[str, Any]]], variables: Optional[Mapping[str, Any]],
+                            fragments: Optional[Mapping[str, Any]], message: str, propose: bool,
+                            dry_run: bool) -> Call[FragmentVersion]:
+    if (text is None) == (messages is None):
+        raise ValueError("exactly one of text or messages is required")
+    content: dict[str, Any] = {"text": text} if text is not None else {"messages": [dict(m) for m in messages or []]}
+    body: dict[str, Any] = {"base_version": base_version, "fragment": content, "message": message}
+    if variables is not None:
+        body["variables"] = dict(variables)
+    if fragments is not None:
+        body["fragments"] = dict(fragments)
+    if propose:
+        body["propose"] = True
+    writes = not (propose or dry_run)
+    return Call("POST", _fragment_path(name) + "/versions", lambda r: FragmentVersion.from_json(decode(r)), json=body,
+                params={"dry_run": "true" if dry_run else None}, idempotent=writes, safe=not writes)
+
+
+def list_fragments(limit: Optional[int], cursor: Optional[str]) -> Call[Page[Fragment]]:
+    return Call("GET", "/v1/fragments", lambda r: read_page(decode(r), Fragment.from_json),
+                params={"limit": limit, "cursor": cursor})
+
+
+def list_fragment_versions(name: str, limit: Optional[int], cursor: Optional[str]) -> Call[Page[FragmentVersion]]:
+    return Call("GET", _fragment_path(name) + "/versions", lambda r: read_page(decode(r), FragmentVersion.from_json),
+                params={"limit": limit, "cursor": cursor})
+
+
+def get_fragment_version(name: str, version: int) -> Call[FragmentVersion]:
+    return Call("GET", f"{_fragment_path(name)}/versions/{version}", lambda r: FragmentVersion.from_json(decode(r)))
+
+
+def fragment_used_by(name: str, version: int, limit: Optional[int], cursor: Optional[str]) -> Call[Page[FragmentUse]]:
+    return Call("GET", f"{_fragment_path(name)}/versions/{version}/used-by",
+                lambda r: read_page(decode(r), FragmentUse.from_json), params={"limit": limit, "cursor": cursor})
+
+
+def put_fragment_env(name: str, env: str, version: int, expected_revision: int) -> Call[FragmentEnv]:
+    return Call("PUT", f"{_fragment_path(name)}/envs/{seg(env)}", lambda r: FragmentEnv.from_json(decode(r)),
+                json={"version": version, "expected_revision": expected_revision})
+
+
+def get_fragment_env(name: str, env: str) -> Call[FragmentEnv]:
+    return Call("GET", f"{_fragment_path(name)}/envs/{seg(env)}", lambda r: FragmentEnv.from_json(decode(r)))

@@ -8,6 +8,7 @@ from typing import Any, AsyncIterator, Callable, Mapping, Optional, Sequence, Ty
 import httpx
 
 from . import _calls, batches, boards, intents, stream
+from ._calls import Fragment, FragmentEnv, FragmentUse, FragmentVersion
 from ._http import LEASE_RETRY, AsyncSender, Call, RetryPolicy, headers_for
 from .errors import PromptdError, RevisionConflict
 from .lease import AsyncHeldLeases, AsyncSessionLease
@@ -84,6 +85,47 @@ class AsyncClient:
 
     async def revoke(self, agent: str, env: str, version: int, reason: str = "") -> Any:
         return await self._send(_calls.revoke(agent, env, version, reason))
+
+    # Fragments (docs/fragments.md): every route needs an unscoped token;
+    # writes the admin role.
+    async def create_fragment_version(self, name: str, base_version: int, *, text: Optional[str] = None,
+                                      messages: Optional[Sequence[Mapping[str, Any]]] = None,
+                                      variables: Optional[Mapping[str, Any]] = None,
+                                      fragments: Optional[Mapping[str, Any]] = None, message: str = "",
+                                      propose: bool = False, dry_run: bool = False) -> FragmentVersion:
+        """Fragment version base_version + 1 of exactly one of ``text`` or
+        ``messages``; a newer latest is VersionConflict (``latest_version``),
+        a reference promptd refuses Unprocessable (``invalid_config``). With
+        ``dry_run`` or ``propose`` nothing is written (``propose`` also
+        lists the agents whose next publish an env of it would reach)."""
+        return await self._send(_calls.create_fragment_version(name, base_version, text, messages, variables, fragments,
+                                                                 message, propose, dry_run))
+
+    async def list_fragments(self, limit: Optional[int] = None, cursor: Optional[str] = None) -> Page[Fragment]:
+        return await self._send(_calls.list_fragments(limit, cursor))
+
+    async def list_fragment_versions(self, name: str, limit: Optional[int] = None,
+                                     cursor: Optional[str] = None) -> Page[FragmentVersion]:
+        """A fragment's versions, newest first."""
+        return await self._send(_calls.list_fragment_versions(name, limit, cursor))
+
+    async def get_fragment_version(self, name: str, version: int) -> FragmentVersion:
+        return await self._send(_calls.get_fragment_version(name, version))
+
+    async def fragment_used_by(self, name: str, version: int, limit: Optional[int] = None,
+                               cursor: Optional[str] = None) -> Page[FragmentUse]:
+        """The agent versions that pin this fragment version, with the envs
+        that point at each."""
+        return await self._send(_calls.fragment_used_by(name, version, limit, cursor))
+
+    async def put_fragment_env(self, name: str, env: str, version: int, expected_revision: int) -> FragmentEnv:
+        """Move (``expected_revision`` its current revision) or create
+        (``expected_revision=0``) a fragment env pointer; a stale revision is
+        RevisionConflict."""
+        return await self._send(_calls.put_fragment_env(name, env, version, expected_revision))
+
+    async def get_fragment_env(self, name: str, env: str) -> FragmentEnv:
+        return await self._send(_calls.get_fragment_env(name, env))
 
     async def get_release(self, release_id: str) -> Release:
         return await self._send(_calls.get_release(release_id))
