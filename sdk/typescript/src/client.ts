@@ -3,8 +3,8 @@
 
 import { Transport, type CallOptions, type TransportOptions, type Request } from "./http.js";
 import type {
-  AssembleRequest, AssembledPlain, Board, BoardBatch, BoardBatchItem, BoardRecord, Bundle, Caller, Env, ExposureItem, GenericLease,
-  Intent, IntentRef, IntentScope, JSONValue, Lease, List, NewTurn, OpenAIChatBody, PromptConfig, RegisteredIntent, Release,
+  AssembleRequest, AssembledPlain, Board, BoardBatch, BoardBatchItem, BoardRecord, Bundle, Caller, Env, ExposureItem, FragmentEnv,
+  FragmentSummary, FragmentUse, FragmentVersion, FragmentVersionInput, GenericLease, Intent, IntentRef, IntentScope, JSONValue, Lease, List, NewTurn, OpenAIChatBody, PromptConfig, RegisteredIntent, Release,
   Resolved, Session, SessionSummary, StateEntry, Version,
 } from "./types.js";
 
@@ -12,6 +12,23 @@ export type ClientOptions = TransportOptions;
 
 const seg = encodeURIComponent;
 const envPath = (agent: string, env: string): string => `/v1/agents/${seg(agent)}/envs/${seg(env)}`;
+
+const fragmentPath = (name: string): string => `/v1/fragments/${seg(name)}`;
+
+/** A page of a list: at most limit items, after the cursor of the previous page's next. */
+export interface PageQuery {
+  limit?: number;
+  cursor?: string;
+}
+
+function fragmentBody(v: FragmentVersionInput): Record<string, unknown> {
+  const body: Record<string, unknown> = { base_version: v.baseVersion, fragment: v.fragment };
+  put(body, "variables", v.variables);
+  put(body, "fragments", v.fragments);
+  put(body, "message", v.message);
+  put(body, "propose", v.propose);
+  return body;
+}
 
 export interface Assembled<F extends "plain" | "openai"> {
   /** The answer body: the plain shape, or an OpenAI Chat Completions request body. */
@@ -245,6 +262,39 @@ export class Client {
   }
   putEnv(agent: string, env: string, version: number, expectedRevision: number, opts?: CallOptions): Promise<Env> {
     return this.request({ method: "PUT", path: envPath(agent, env), body: { version, expected_revision: expectedRevision } }, opts);
+  }
+
+  // Fragments (docs/fragments.md): every route needs an unscoped token; writes the admin role.
+
+  /** Fragment version baseVersion + 1 (idempotent); a newer latest is VersionConflictError (latestVersion), a reference promptd refuses an invalid_config problem. With propose: true nothing is written. */
+  createFragmentVersion(name: string, v: FragmentVersionInput, opts?: CallOptions): Promise<FragmentVersion> {
+    return this.request({ method: "POST", path: fragmentPath(name) + "/versions", body: fragmentBody(v), idempotent: v.propose !== true }, opts);
+  }
+  /** What createFragmentVersion would make now (?dry_run=true), writing nothing: its pinned content and content hash, or the problem a create would give. */
+  checkFragmentVersion(name: string, v: FragmentVersionInput, opts?: CallOptions): Promise<FragmentVersion> {
+    return this.request({ method: "POST", path: fragmentPath(name) + "/versions", query: { dry_run: true }, body: fragmentBody(v) }, opts);
+  }
+  /** Fragments by name, each with its latest version and env pointers. */
+  listFragments(q: PageQuery = {}, opts?: CallOptions): Promise<List<FragmentSummary>> {
+    return this.request({ method: "GET", path: "/v1/fragments", query: { limit: q.limit, cursor: q.cursor } }, opts);
+  }
+  /** A fragment's versions, newest first. */
+  listFragmentVersions(name: string, q: PageQuery = {}, opts?: CallOptions): Promise<List<FragmentVersion>> {
+    return this.request({ method: "GET", path: fragmentPath(name) + "/versions", query: { limit: q.limit, cursor: q.cursor } }, opts);
+  }
+  getFragmentVersion(name: string, version: number, opts?: CallOptions): Promise<FragmentVersion> {
+    return this.request({ method: "GET", path: `${fragmentPath(name)}/versions/${version}` }, opts);
+  }
+  /** The agent versions that pin this fragment version (directly or through another fragment), with the envs that point at each. */
+  fragmentUsedBy(name: string, version: number, q: PageQuery = {}, opts?: CallOptions): Promise<List<FragmentUse>> {
+    return this.request({ method: "GET", path: `${fragmentPath(name)}/versions/${version}/used-by`, query: { limit: q.limit, cursor: q.cursor } }, opts);
+  }
+  /** Moves (expectedRevision its current revision) or creates (0) a fragment env pointer; a stale revision is RevisionConflictError. */
+  putFragmentEnv(name: string, env: string, version: number, expectedRevision: number, opts?: CallOptions): Promise<FragmentEnv> {
+    return this.request({ method: "PUT", path: `${fragmentPath(name)}/envs/${seg(env)}`, body: { version, expected_revision: expectedRevision } }, opts);
+  }
+  getFragmentEnv(name: string, env: string, opts?: CallOptions): Promise<FragmentEnv> {
+    return this.request({ method: "GET", path: `${fragmentPath(name)}/envs/${seg(env)}` }, opts);
   }
 
   // The runtime path.

@@ -59,6 +59,74 @@ export interface FragmentRef {
   fragments?: Record<string, FragmentRef>;
 }
 
+/** A fragment version's content: exactly one of text (included as `{{> alias}}`) and messages. */
+export interface FragmentContent {
+  text?: string;
+  messages?: FragmentMessage[];
+}
+
+/** An agent whose latest version names the fragment by an env: its next publish takes what that env then points at. */
+export interface FragmentProposal {
+  agent: string;
+  version: number;
+  alias: string;
+  env: string;
+}
+
+/** An immutable fragment version (docs/fragments.md); `fragments` holds its own references, pinned. */
+export interface FragmentVersion {
+  name: string;
+  version: number;
+  content_hash: string;
+  fragment: FragmentContent;
+  variables: Record<string, VariableSpec>;
+  fragments: Record<string, FragmentRef>;
+  message: string;
+  created_by: string;
+  created_at?: string;
+  /** true on the answer of a check (dry run) or a proposal: nothing was written. */
+  dry_run?: boolean;
+  /** With propose: true, the agents the new version would reach at their next publish. */
+  proposal?: FragmentProposal[];
+}
+
+/** A fragment as GET /v1/fragments lists it: its latest version and, per env, the version its pointer names. */
+export interface FragmentSummary {
+  name: string;
+  latest_version: number;
+  latest_content_hash: string;
+  envs: Record<string, number>;
+}
+
+/** A fragment env pointer. */
+export interface FragmentEnv {
+  name: string;
+  env: string;
+  version: number;
+  revision: number;
+  updated_at: string;
+  updated_by: string;
+}
+
+/** An agent version that pins a fragment version, with the envs whose pointers name it. */
+export interface FragmentUse {
+  agent: string;
+  version: number;
+  envs: string[];
+}
+
+/** The client's options for a fragment version create (camelCase); client.createFragmentVersion sends CreateFragmentRequest. */
+export interface FragmentVersionInput {
+  /** The latest version you started from, 0 for a new fragment; a stale one is VersionConflictError. */
+  baseVersion: number;
+  fragment: FragmentContent;
+  variables?: Record<string, VariableSpec>;
+  fragments?: Record<string, FragmentRef>;
+  message?: string;
+  /** Write nothing: answer the version a create would make and the agents it would reach (proposal). */
+  propose?: boolean;
+}
+
 /** A variable's type; none declared is a string. */
 export type VariableType = "string" | "number" | "boolean" | "enum" | "string_list";
 

@@ -41,7 +41,7 @@ interface NotAShape {
 // GET /v1/intents answers an inline schema (a pointer from the document's root).
 const LIST_INTENTS = "#/paths/~1v1~1intents/get/responses/200/content/application~1json/schema";
 // What List<T> is used for (client.ts's list methods; listClientMethods_answerTheirRoutesItems checks their items).
-const LISTS = ["VersionList", "ReleaseList", "SessionList", "RecordList", LIST_INTENTS];
+const LISTS = ["VersionList", "ReleaseList", "SessionList", "RecordList", LIST_INTENTS, "FragmentVersionList", "FragmentList", "FragmentUseList"];
 const MODEL_KEYS = "the config's pass-through model keys (ModelSettings keeps any), typed for convenience";
 
 /** ModelConfig's named members; ModelSettings' other request fields pass through its index signature. */
@@ -68,6 +68,15 @@ const MIRRORS: Record<string, Mirror | NotAShape> = {
   FragmentMessage: { schemas: ["FragmentMessage"] },
   FragmentRef: { schemas: ["FragmentRef"] },
   "PromptConfig.fragments{}": { schemas: ["FragmentRef"] },
+  FragmentContent: { schemas: ["FragmentContent"] },
+  FragmentProposal: { schemas: ["FragmentVersion/properties/proposal/items"] },
+  FragmentVersion: { schemas: ["FragmentVersion"] },
+  "FragmentVersion.variables{}": { schemas: ["VariableSpec"] },
+  "FragmentVersion.fragments{}": { schemas: ["FragmentRef"] },
+  FragmentSummary: { schemas: ["FragmentSummary"] },
+  FragmentEnv: { schemas: ["FragmentEnv"] },
+  FragmentUse: { schemas: ["FragmentUse"] },
+  FragmentVersionInput: { notAShape: "the client's options for a fragment create (camelCase); client.createFragmentVersion sends CreateFragmentRequest" },
   "PromptConfig.variables{}": { schemas: ["VariableSpec"] },
   VariableSpec: { schemas: ["VariableSpec"] },
   VariableType: { notAShape: "VariableSpec.type's values" },
