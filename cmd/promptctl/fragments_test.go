@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/promptd/promptd/api/client"
@@ -157,5 +163,83 @@ func TestFragment_applyPublishesFragmentsFirst_andAgentsPinThem(t *testing.T) {
 	}
 	if r := s.ctl(t, "pull", pulledDir); r.code != exitOK || !strings.Contains(r.stdout, "unchanged") || strings.Contains(r.stdout, "written") {
 		t.Fatalf("pull again: %s", r)
+	}
+}
+
+// TestFragment_staleBase_isAConflict_andItsAgentsWait: a fragment version
+// published by someone else between apply's read and its create (a proxy
+// in front of promptd publishes it just before forwarding apply's create)
+// is a conflict (exit 3, with the diff), nothing is published for the
+// fragment, and the agent that references it is not published either,
+// while an agent that does not is; the control: the same apply without the
+// racing writer publishes everything.
+func TestFragment_staleBase_isAConflict_andItsAgentsWait(t *testing.T) {
+	s := startPromptd(t)
+	ctx := t.Context()
+	target, _ := url.Parse(s.p.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var raced, race atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if race.Load() && r.Method == http.MethodPost && r.URL.Path == "/v1/fragments/safety/versions" &&
+			r.URL.Query().Get("dry_run") == "" && !raced.Swap(true) {
+			fs, err := s.admin.AllFragments(ctx)
+			base := 0
+			if err == nil && len(fs) > 0 {
+				base = fs[0].LatestVersion
+			}
+			text := "Someone else's text."
+			if _, err := s.admin.CreateFragmentVersion(ctx, "safety", client.CreateFragmentVersionRequest{BaseVersion: base,
+				Fragment: client.FragmentContent{Text: &text}}); err != nil {
+				t.Errorf("the racing writer: %v", err)
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	ctl := func(args ...string) result {
+		env := map[string]string{"PROMPTD_URL": srv.URL, "PROMPTD_TOKEN": adminSecret}
+		var out, errb bytes.Buffer
+		code := run(ctx, args, func(k string) string { return env[k] }, &out, &errb)
+		return result{code, out.String(), errb.String()}
+	}
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, fragmentsDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, fragmentsDir), "safety.yaml", fragmentYAML("Never share secrets of {{company}}."))
+	writeFile(t, dir, "support.yaml", "agent: support\nconfig:\n  system: \"You help. {{> safety}}\"\n  fragments:\n    safety: {name: safety, env: prod}\n")
+	writeFile(t, dir, "billing.yaml", promptYAML("billing", "You bill."))
+
+	race.Store(true)
+	r := ctl("apply", "-f", dir)
+	if r.code != exitConflict || !raced.Load() {
+		t.Fatalf("apply with a racing writer: want exit %d\n%s", exitConflict, r)
+	}
+	for _, want := range []string{"conflict fragment safety: promptd's latest version of fragment safety is 1, not 0 as read",
+		"failed support: not published: it references fragment safety, which this apply did not apply",
+		"billing  billing.yaml  created", "conflict: fragment safety"} {
+		if !strings.Contains(r.stdout+r.stderr, want) {
+			t.Fatalf("apply with a racing writer lacks %q:\n%s", want, r)
+		}
+	}
+	if fs, _ := s.admin.AllFragments(ctx); len(fs) != 1 || fs[0].LatestVersion != 1 || len(fs[0].Envs) != 0 {
+		t.Fatalf("fragments after the conflict: %+v (want only the other writer's v1, no pointer)", fs)
+	}
+	if _, err := s.admin.GetVersion(ctx, "support", 1); err == nil {
+		t.Fatal("support was published over a fragment that conflicted")
+	}
+	if l, _ := readLock(dir); l.Fragments["safety"].Version != 0 || l.Agents["billing"].Version != 1 {
+		t.Fatalf("lock after the conflict: %+v", l)
+	}
+
+	// The control: without the racing writer the same files apply (the
+	// fragment over promptd's latest, v1, as it reads it now).
+	race.Store(false)
+	r = ctl("apply", "-f", dir)
+	if r.code != exitOK || !strings.Contains(r.stdout, "safety    fragments/safety.yaml  created  1     2") {
+		t.Fatalf("apply without the racing writer:\n%s", r)
+	}
+	if v := s.pinnedFragment(t, "support", 1, "safety"); v != 2 {
+		t.Fatalf("support v1 pins safety v%d, want 2", v)
 	}
 }
