@@ -100,7 +100,9 @@ func runApply(a *app, args []string) error {
 		if fp != nil && !o.dryRun {
 			err = errors.Join(err, writeLock(dir, lock))
 		}
-		if fp != nil {
+		if fp != nil && a.output == "json" {
+			_ = a.printJSON(map[string]any{"dry_run": o.dryRun, "lock_file": filepath.Join(dir, lockName), "fragments": fp.items})
+		} else if fp != nil {
 			a.reportFragments(fp)
 		}
 		return err

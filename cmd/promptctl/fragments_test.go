@@ -243,3 +243,34 @@ func TestFragment_staleBase_isAConflict_andItsAgentsWait(t *testing.T) {
 		t.Fatalf("support v1 pins safety v%d, want 2", v)
 	}
 }
+
+// TestPull_fragmentFileEditedSinceApplied_isNotOverwritten: pull refuses
+// to replace a fragment file changed since it was last applied (exit 1,
+// nothing written), and --force replaces it with promptd's version.
+func TestPull_fragmentFileEditedSinceApplied_isNotOverwritten(t *testing.T) {
+	s := startPromptd(t)
+	dir := t.TempDir()
+	fdir := filepath.Join(dir, fragmentsDir)
+	if err := os.Mkdir(fdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, fdir, "safety.yaml", fragmentYAML("Be careful."))
+	writeFile(t, dir, "support.yaml", "agent: support\nconfig:\n  system: \"{{> safety}}\"\n  fragments:\n    safety: {name: safety, version: 1}\n")
+	if r := s.ctl(t, "apply", "-f", dir); r.code != exitOK {
+		t.Fatalf("apply: %s", r)
+	}
+	writeFile(t, fdir, "safety.yaml", fragmentYAML("Be very careful."))
+	r := s.ctl(t, "pull", dir)
+	if r.code != exitFailed || !strings.Contains(r.stderr, "not pulled: "+filepath.Join(fragmentsDir, "safety.yaml")) {
+		t.Fatalf("pull over an edited fragment file: %s", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(fdir, "safety.yaml")); !strings.Contains(string(b), "Be very careful.") {
+		t.Fatalf("the edited file was replaced:\n%s", b)
+	}
+	if r := s.ctl(t, "pull", dir, "--force"); r.code != exitOK {
+		t.Fatalf("pull --force: %s", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(fdir, "safety.yaml")); !strings.Contains(string(b), "Be careful.") || strings.Contains(string(b), "very") {
+		t.Fatalf("pull --force did not write promptd's version:\n%s", b)
+	}
+}

@@ -113,6 +113,17 @@ func runPull(a *app, args []string) error {
 		}
 		lock.Fragments[it.Fragment] = lockEntry{Version: it.Version, ContentHash: it.fileHash}
 	}
+	if len(only) == 0 { // a lock entry of a fragment promptd does not have is dropped
+		have := map[string]bool{}
+		for _, it := range frags {
+			have[it.Fragment] = true
+		}
+		for name := range lock.Fragments {
+			if !have[name] {
+				delete(lock.Fragments, name)
+			}
+		}
+	}
 	if err := writeLock(dir, lock); err != nil {
 		return fmt.Errorf("writing %s: %w", lockName, err)
 	}

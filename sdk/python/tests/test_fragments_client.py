@@ -6,6 +6,7 @@ RevisionConflict), the list, and used-by of an agent version that pins one."""
 from __future__ import annotations
 
 import asyncio
+from typing import Optional
 
 import pytest
 from conftest import ADMIN, RUNTIME, Promptd, uid
@@ -13,6 +14,7 @@ from conftest import ADMIN, RUNTIME, Promptd, uid
 import promptd
 from promptd import errors
 from promptd.aio import AsyncClient
+from promptd.client import Fragment
 
 
 def test_fragments_versionsEnvsUsedBy(shared_server: Promptd) -> None:
@@ -60,7 +62,8 @@ def test_fragments_versionsEnvsUsedBy(shared_server: Promptd) -> None:
         msgs = c.create_fragment_version(name + "m", 0, messages=[{"role": "user", "content": "hi"}])
         assert msgs.messages == [{"role": "user", "content": "hi"}] and msgs.text is None
 
-        listed, cursor = {}, None
+        listed: dict[str, Fragment] = {}
+        cursor: Optional[str] = None
         while True:
             page = rt.list_fragments(limit=2, cursor=cursor)
             listed.update({f.name: f for f in page.items})
