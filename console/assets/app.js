@@ -10,6 +10,7 @@ import login from './pages/login.js';
 import agents from './pages/agents.js';
 import agent from './pages/agent.js';
 import diff from './pages/diff.js';
+import draft from './pages/draft.js';
 import env from './pages/env.js';
 import releases from './pages/releases.js';
 import release from './pages/release.js';
@@ -31,6 +32,7 @@ const routes = [
   ['/ui/', agents, 'agents'],
   ['/ui/agents/:agent', agent, 'agents'],
   ['/ui/agents/:agent/diff', diff, 'agents'],
+  ['/ui/agents/:agent/drafts/:id', draft, 'agents'],
   ['/ui/agents/:agent/envs/:env', env, 'agents'],
   ['/ui/releases', releases, 'releases'],
   ['/ui/releases/:id', release, 'releases'],

@@ -2,9 +2,9 @@
 // version's config rendered readably (?version=N, default the latest),
 // its env pointers, and the choice of two versions to diff.
 
-import { get, url } from '../api.js';
+import { get, send, url } from '../api.js';
 import { h, link, path, time, table, replace, section, dl } from '../dom.js';
-import { pagedList, pageError, announce } from '../ui.js';
+import { pagedList, pageError, announce, busy } from '../ui.js';
 import { renderConfig } from './config.js';
 
 export default async function agent(main, ctx) {
@@ -51,7 +51,18 @@ export default async function agent(main, ctx) {
         : (await get(path('/v1/agents', name, 'versions'), { limit: 1 })).items[0];
       if (!v) { replace(configRegion, h('p', { class: 'empty' }, 'This agent has no versions.')); return; }
       configRegion.dataset.version = v.version;
-      replace(configRegion, h('h2', {}, `Version ${v.version}`, want ? '' : ' (latest)'),
+      const newDraft = ctx.session && ctx.session.role === 'admin' ? h('button', { type: 'button', class: 'btn btn-primary', testid: 'draft-new' }, `New draft from v${v.version}`) : null;
+      if (newDraft) {
+        newDraft.addEventListener('click', () => busy(newDraft, async () => {
+          try {
+            const res = await send('POST', path('/v1/agents', name, 'drafts'), { base_version: v.version });
+            ctx.navigate(path(base, 'drafts', res.data.id));
+          } catch (err) {
+            newDraft.after(pageError(err));
+          }
+        }));
+      }
+      replace(configRegion, h('h2', {}, `Version ${v.version}`, want ? '' : ' (latest)'), newDraft,
         dl([['Message', v.message || '—'], ['Created by', v.created_by], ['Created', time(v.created_at)],
           ['Content hash', h('code', {}, v.content_hash)]]),
         renderConfig(v.config));
@@ -82,14 +93,29 @@ export default async function agent(main, ctx) {
     }
   }
 
+  // The caller's drafts of this agent (admin only: drafts are authoring).
+  const drafts = ctx.session && ctx.session.role === 'admin' ? pagedList({
+    testid: 'drafts',
+    caption: 'Your drafts of this agent',
+    empty: 'No drafts: start one from a version.',
+    fetchPage: (cursor) => get(path('/v1/agents', name, 'drafts'), { limit: 20, cursor }),
+    rowProps: (d) => ({ testid: 'draft-row', data: { draft: d.id } }),
+    columns: [
+      { label: 'Draft', cell: (d) => link(path(base, 'drafts', d.id), d.id, { testid: 'draft-link' }) },
+      { label: 'Base', class: 'num', cell: (d) => `v${d.base_version}` },
+      { label: 'Saved', cell: (d) => time(d.updated_at) },
+    ],
+  }) : null;
+
   main.append(ctx.heading(`Agent ${name}`));
   await get(path('/v1/agents', name, 'versions'), { limit: 1 }); // unknown or out of scope: one error for the page
   main.append(
     h('div', { class: 'cols' },
       h('div', {}, section('Env pointers', null, envsRegion),
-        section('Versions', null, versions.el, h('div', { class: 'actions' }, compare, chosenText))),
+        section('Versions', null, versions.el, h('div', { class: 'actions' }, compare, chosenText)),
+        drafts ? section('Drafts', null, drafts.el) : null),
       h('div', {}, configRegion)));
-  await Promise.all([versions.ready, loadConfig(), loadEnvs()]);
+  await Promise.all([versions.ready, loadConfig(), loadEnvs(), drafts ? drafts.ready : null]);
   ctx.live({ actions: ['version.created', 'pointer.switched', 'version.revoked', 'version.unrevoked', 'release.created',
     'release.percent_changed', 'release.promoted', 'release.rolled_back', 'release.paused', 'release.resumed', 'env.rolled_back'], agent: name },
   async () => { await Promise.all([versions.reload(), loadEnvs()]); announce('Agent updated.'); });

@@ -47,7 +47,7 @@ export default async function diff(main, ctx) {
 }
 
 // renderDiff turns a unified diff into marked lines.
-function renderDiff(text, a, b) {
+export function renderDiff(text, a, b) {
   const lines = String(text || '').split('\n');
   if (lines.length && lines[lines.length - 1] === '') lines.pop();
   const body = lines.filter((l) => !l.startsWith('--- ') && !l.startsWith('+++ '));
