@@ -4,7 +4,7 @@ export { Transport, TransportError, newIdempotencyKey, type CallOptions, type Tr
 export {
   Client, type ClientOptions, type Assembled, type Precondition, type SessionLeaseRequest, type IntentInput, type IntentQuery,
   type RecordUpdate, type BatchInput, type BatchItemInput, type VersionInput, type ReleaseInput, type RampInput, type TransitionInput,
-  type SessionInput, type RecordInput, type RecordQuery, type SessionQuery,
+  type SessionInput, type RecordInput, type RecordQuery, type SessionQuery, type PageQuery,
 } from "./client.js";
 export { withSessionLease, appendOptimistic, acquireHeldLease, HeldLease, type SessionLeaseOptions } from "./lease.js";
 export { HeldIntent, withIntent, registerHeldIntent, type IntentOptions } from "./intent.js";

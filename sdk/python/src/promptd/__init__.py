@@ -14,6 +14,7 @@ coordination for AI agent fleets).
 
 from ._http import RetryPolicy
 from .aio import AsyncClient
+from ._calls import Fragment, FragmentEnv, FragmentUse, FragmentVersion
 from .client import Client
 from .errors import (
     BatchRejected,
@@ -43,7 +44,7 @@ from .models import (Agent, Appended, Assembled, LeaseGrant, Page, Release, Reso
 __all__ = [
     "batches", "boards", "intents", "ABSENT", "Agent", "Appended", "AskServer", "Assembled", "AsyncClient",
     "AsyncHeldIntent", "AsyncLocalPrompts", "AsyncSessionLease", "BatchRejected", "BoardBatch", "Client",
-    "Conflict", "HeldIntent", "HeldLeases", "Intent", "IntentConflict", "IntentRef", "IntentScope", "LeaseGrant",
+    "Conflict", "Fragment", "FragmentEnv", "FragmentUse", "FragmentVersion", "HeldIntent", "HeldLeases", "Intent", "IntentConflict", "IntentRef", "IntentScope", "LeaseGrant",
     "LeaseHeld", "LeaseLost", "LocalPrompts", "MergeConflict", "NotFound", "OutsideIntent", "Page", "PromptdError",
     "QuotaExceeded", "RecordScope", "RegisteredIntent", "Release", "Resolved", "RetryPolicy", "RevisionConflict",
     "Session", "SessionSummary", "SessionLease", "StaleFence", "StateEntry", "StoreUnavailable", "Trace", "TransportError", "Turn", "Version",
