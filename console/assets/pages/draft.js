@@ -197,6 +197,7 @@ export default async function draft(main, ctx) {
   let dirty = false;
   async function save() {
     clearTimeout(timer);
+    timer = null;
     if (conflicted) return;
     if (saving) { dirty = true; await saving; return save(); }
     const { cfg, local } = config();
@@ -208,7 +209,8 @@ export default async function draft(main, ctx) {
         revision = res.data.revision;
         revText.textContent = String(revision);
         showProblems([...local, ...(res.data.problems || [])]);
-        setState('saved', 'Saved');
+        if (timer) setState('editing', 'Editing…'); // typed while saving: another save follows
+        else setState('saved', 'Saved');
       } catch (err) {
         if (err instanceof ApiError && err.code === 'revision_conflict') {
           conflicted = true;
@@ -230,7 +232,7 @@ export default async function draft(main, ctx) {
   form.addEventListener('input', () => {
     setState('editing', 'Editing…');
     clearTimeout(timer);
-    timer = setTimeout(save, SAVE_DELAY);
+    timer = setTimeout(() => { timer = null; save(); }, SAVE_DELAY);
     refreshVariables();
   });
   form.addEventListener('change', () => refreshVariables());
