@@ -286,8 +286,11 @@ export default async function draft(main, ctx) {
       ]);
       replace(previewOut,
         section('Assembled messages (plain)', 'preview-plain',
-          h('ol', { class: 'messages' }, plain.data.messages.map((m) => h('li', { testid: 'preview-message', data: { role: m.role } },
-            h('strong', {}, m.role), h('pre', { class: 'prompt-text' }, typeof m.content === 'string' ? m.content : JSON.stringify(m.content)))))),
+          h('ol', { class: 'messages' }, plain.data.messages.map((m) => {
+            const text = typeof m.content === 'string' ? m.content : JSON.stringify(m.content);
+            return h('li', { testid: 'preview-message', data: { role: m.role } },
+              h('strong', {}, m.role), ' ', tokenEstimate(text), h('pre', { class: 'prompt-text' }, text));
+          }))),
         section('OpenAI request body', 'preview-openai',
           openai.error ? h('p', { class: 'muted', testid: 'preview-openai-error' }, problemText(openai.error))
             : h('pre', { class: 'json', tabindex: '0' }, JSON.stringify(openai.data, null, 2))));
@@ -377,6 +380,28 @@ export default async function draft(main, ctx) {
   } catch (err) {
     showProblems([]);
   }
+}
+
+// tokenizer loads the vendored o200k tokenizer once, on the first preview
+// (gpt-tokenizer, served by promptd: console/assets/vendor/).
+let tokenizer = null;
+function loadTokenizer() {
+  if (!tokenizer) tokenizer = import('../vendor/gpt-tokenizer/esm/encoding/o200k_base.js').catch(() => null);
+  return tokenizer;
+}
+
+// tokenEstimate is a message's token count, filled in once the tokenizer
+// has loaded; it is labelled an estimate (the model's own count adds the
+// chat format's few tokens per message).
+function tokenEstimate(text) {
+  const el = h('span', { class: 'muted tokens', testid: 'preview-tokens' }, '(counting tokens…)');
+  loadTokenizer().then((tok) => {
+    if (!tok) { el.textContent = '(token estimate unavailable)'; return; }
+    const n = tok.countTokens(text);
+    el.dataset.tokens = String(n);
+    el.textContent = `${n} token${n === 1 ? '' : 's'}, estimate (o200k)`;
+  });
+  return el;
 }
 
 // rowList is a fieldset of repeated rows with add and remove buttons.

@@ -108,6 +108,12 @@ func TestAuthoring_draftTypoCaughtPreviewPublishPoint_andAStaleAuthorMerges(t *t
 	if got := tb.text(sel("preview-openai")); !strings.Contains(got, `"model": "gpt-4o"`) || !strings.Contains(got, "Hello Ada") {
 		t.Errorf("previewed OpenAI body: %q", got)
 	}
+	// The token estimate, from the vendored o200k tokenizer: the count
+	// node gives for the same text with the same package is 8.
+	tb.wait("the token estimate", `document.querySelector('[data-testid=preview-message][data-role=system] [data-testid=preview-tokens][data-tokens]')`)
+	if got := tb.text(sel("preview-message", "data-role", "system") + " " + sel("preview-tokens")); got != "8 tokens, estimate (o200k)" {
+		t.Errorf("token estimate of the system message: %q, want 8 tokens, estimate (o200k)", got)
+	}
 	// A wrong type is assemble's 422, shown in the panel.
 	tb.fill(sel("preview-var", "data-var", "name"), "")
 	tb.click(sel("preview-run"))
