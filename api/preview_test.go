@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -51,6 +52,34 @@ func TestPreview_sameAnswerAsAssemble(t *testing.T) {
 		}
 		if items := a.ok(a.do("GET", "/v1/agents/pv/versions", admin, ""), 200)["items"].([]any); len(items) != 1 {
 			t.Fatalf("preview wrote a version: %v", items)
+		}
+	})
+}
+
+// TestPreview_fragmentsPinnedAsPublishWould: a config referencing a
+// fragment by env previews with the fragment's text as a publish would pin
+// it now, and the same config's draft validates the reference: a missing
+// fragment is a problem listed at config.fragments.
+func TestPreview_fragmentsPinnedAsPublishWould(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, a *app) {
+		a.fragment("safety", 0, `"fragment": {"text": "Never share secrets."}`)
+		a.ok(a.do("PUT", "/v1/fragments/safety/envs/prod", admin, `{"version": 1, "expected_revision": 0}`), 201)
+		a.createVersion("fr", 0, "v1")
+		cfg := `{"system": "Help. {{> safety}}", "fragments": {"safety": {"name": "safety", "env": "prod"}}}`
+		m := a.ok(a.do("POST", "/v1/agents/fr/preview", admin, `{"config": `+cfg+`}`), 200)
+		if got := m["messages"].([]any)[0].(map[string]any)["content"]; got != "Help. Never share secrets." {
+			t.Fatalf("preview with a fragment: %v", got)
+		}
+		bad := `{"system": "Help. {{> safety}}", "fragments": {"safety": {"name": "nowhere", "env": "prod"}}}`
+		d := a.draft(admin, "fr", `{"base_version": 1, "config": `+bad+`}`)
+		v := a.ok(a.do("POST", "/v1/agents/fr/drafts/"+d["id"].(string)+"/validate", admin, ""), 200)
+		probs := v["problems"].([]any)
+		if v["valid"] != false || len(probs) == 0 || !strings.HasPrefix(probs[0].(map[string]any)["field"].(string), "config.fragments") {
+			t.Fatalf("a missing fragment: %v", v)
+		}
+		rec := a.do("POST", "/v1/agents/fr/preview", admin, `{"config": `+bad+`}`)
+		if rec.Code < 400 || rec.Code >= 500 {
+			t.Fatalf("preview of a missing fragment: %d %s", rec.Code, rec.Body)
 		}
 	})
 }
