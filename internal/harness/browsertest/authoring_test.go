@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/chromedp/chromedp"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -33,8 +35,9 @@ func (tb *tab) checkAxe(page string) {
 // a sample value in both formats, reviews the diff, publishes v2 and
 // points staging (then a protected env, which answers with a change
 // request). A second author (another principal) drafting from v1 sees the
-// conflict and publishes through the three-way merge. axe finds nothing
-// serious or critical on the editor.
+// conflict and publishes through the three-way merge. The preview and the
+// publish are driven from the keyboard too. axe finds nothing serious or
+// critical on the editor.
 func TestAuthoring_draftTypoCaughtPreviewPublishPoint_andAStaleAuthorMerges(t *testing.T) {
 	srv := startServer(t)
 	srv.publish("writer", 0, "You are a helper.")
@@ -99,8 +102,13 @@ func TestAuthoring_draftTypoCaughtPreviewPublishPoint_andAStaleAuthorMerges(t *t
 	}
 
 	// Preview with a sample value: plain messages and the OpenAI body.
+	// From the keyboard: the sample value, Tab to "Preview", Enter.
 	tb.fill(sel("preview-var", "data-var", "name"), "Ada")
-	tb.click(sel("preview-run"))
+	tb.do(chromedp.KeyEvent("\t"))
+	if f := eval[string](tb, `document.activeElement ? document.activeElement.dataset.testid || '' : ''`); f != "preview-run" {
+		t.Fatalf("Tab from the sample value focuses %q, want preview-run", f)
+	}
+	tb.do(chromedp.KeyEvent("\r"))
 	tb.wait("the preview", `document.querySelector('[data-testid=preview-plain] [data-testid=preview-message]')`)
 	if got := tb.text(sel("preview-plain") + " " + sel("preview-message", "data-role", "system")); !strings.Contains(got, "Hello Ada, you are a helper.") {
 		t.Errorf("previewed system message: %q", got)
@@ -167,11 +175,11 @@ func TestAuthoring_draftTypoCaughtPreviewPublishPoint_andAStaleAuthorMerges(t *t
 		t.Errorf("the second author lists %d drafts, want 1 (their own)", n)
 	}
 	tb2.fill(sel("publish-message"), "memory")
-	tb2.click(sel("publish-submit"))
+	tb2.do(chromedp.KeyEvent("\r")) // Enter in the message submits the publish form
 	tb2.wait("the conflict", `document.querySelector('[data-testid=publish-conflict][data-latest="2"] [data-testid=publish-merge]')`)
 	tb2.screenshot("conflict")
 	tb2.checkAxe("stale publish")
-	tb2.click(sel("publish-merge"))
+	tb2.do(chromedp.Focus(chromedp.CSS(sel("publish-merge")), chromedp.NodeVisible), chromedp.KeyEvent("\r"))
 	tb2.wait("merged", `document.querySelector('[data-testid=published][data-version="3"]')`)
 	v3 := srv.must(200, "GET", "/v1/agents/writer/versions/3", nil)
 	cfg := v3["config"].(map[string]any)
