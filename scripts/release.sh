@@ -115,11 +115,13 @@ EOF
 done
 
 # The TypeScript SDK's SBOM, from a copy of its manifest and lockfile so the
-# work tree's node_modules are left as they are.
-mkdir -p "$work/npm"
-cp sdk/typescript/package.json sdk/typescript/package-lock.json "$work/npm/"
+# work tree's node_modules are left as they are, laid out as the repository
+# is: its tests' launcher, integrations/testkit, is a file: devDependency.
+mkdir -p "$work/npm/sdk/typescript" "$work/npm/integrations/testkit"
+cp sdk/typescript/package.json sdk/typescript/package-lock.json "$work/npm/sdk/typescript/"
+cp integrations/testkit/package.json "$work/npm/integrations/testkit/"
 (
-	cd "$work/npm"
+	cd "$work/npm/sdk/typescript"
 	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
 	npm exec --yes --package=@cyclonedx/cyclonedx-npm@6.0.1 -- cyclonedx-npm \
 		--output-reproducible --output-format JSON --output-file "$out/promptd-client_${version}.cdx.json" 2>"$work/npm.log"

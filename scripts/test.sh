@@ -136,7 +136,6 @@ run env PROMPTD_BIN="$python_bin" /usr/bin/python3 -m pytest -q -p no:cacheprovi
 
 section "sdk/typescript: npm ci, lint, tsc --strict, tests on a real promptd, openai type check"
 run bash -c 'go build -o "$PROMPTD_SERVICES_DIR/promptd-ts" ./cmd/promptd &&
-	(cd integrations/testkit && npm ci --no-audit --no-fund --loglevel=error && npm run build) &&
 	cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run lint && npm run build &&
 	export PROMPTD_BIN="$PROMPTD_SERVICES_DIR/promptd-ts" && npm test'
 
