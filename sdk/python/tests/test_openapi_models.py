@@ -84,7 +84,15 @@ MIRRORS: dict[type, Mirror] = {
     models.EnvPointer: Mirror(("Env",)),
     models.Release: Mirror(("Release",)),
     models.Page: Mirror(("VersionList", "AgentList", "ReleaseList", "FeedPage", "ExposureList", "RecordList",
-                         "SessionList")),
+                         "SessionList", "FragmentList", "FragmentVersionList")),
+    promptd.FragmentVersion: Mirror(
+        ("FragmentVersion",),
+        nullability={"created_at": "'' when absent (a dry run or a proposal creates nothing)",
+                     "dry_run": "False when absent (only a dry run's answer says it)",
+                     "proposal": "[] when absent (only a proposal's answer has it)"}),
+    promptd.Fragment: Mirror(("FragmentSummary",)),
+    promptd.FragmentEnv: Mirror(("FragmentEnv",)),
+    promptd.FragmentUse: Mirror(("FragmentUse",)),
     boards.Record: Mirror(("Record",)),
     boards.Board: Mirror(("Board",)),
     intents.RecordScope: Mirror(

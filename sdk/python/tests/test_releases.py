@@ -102,7 +102,9 @@ def test_asyncClient_releasesAndLists(shared_server: Promptd) -> None:
 def _mismatch(name: str, items: list[Any]) -> list[str]:
     """What a list method's items and its annotated model disagree on: an
     item of another class, a key the server sent that is no field, a field
-    that may not be None (no Optional, no None default) the server did not send."""
+    that may not be None and has no default (no Optional, no default: a field
+    with one, like a create answer's dry_run, may be absent) the server did
+    not send."""
     cls = page_item(typing.get_type_hints(getattr(promptd.Client, name))["return"])
     if not items:
         return [f"{name}: no items to check"]
@@ -111,7 +113,8 @@ def _mismatch(name: str, items: list[Any]) -> list[str]:
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.name != "raw"}
     needed = {k for k, f in fields.items()
-              if type(None) not in typing.get_args(hints[k]) and f.default is not None}
+              if type(None) not in typing.get_args(hints[k]) and f.default is not None
+              and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
     out: set[str] = set()
     for item in items:
         if not isinstance(item, cls):
@@ -135,7 +138,11 @@ def test_lists_answerTheirModels_withEveryKeyTheServerSent(shared_server: Prompt
         c.create_record(board, {"n": 2}, id="r2")
         assert c.claim_next(board, "w") is not None
         c.register_intent("w", {"agents": [agent]}, description="d")
+        frag = uid("f")
+        c.create_fragment_version(frag, 0, text="Be kind.", message="m")
         answers: dict[str, list[Any]] = {
+            "list_fragments": [f for f in c.list_fragments(limit=500).items if f.name == frag],
+            "list_fragment_versions": c.list_fragment_versions(frag).items,
             "list_agents": c.list_agents().items,
             "list_versions": c.list_versions(agent).items,
             "list_releases": c.list_releases(agent, "prod").items,

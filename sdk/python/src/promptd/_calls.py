@@ -404,12 +404,13 @@ class Fragment:
     latest_version: int
     latest_content_hash: str
     envs: dict[str, int]
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> "Fragment":
         return Fragment(name=_s(d.get("name")), latest_version=_i(d.get("latest_version")),
                         latest_content_hash=_s(d.get("latest_content_hash")),
-                        envs={k: _i(v) for k, v in _d(d.get("envs")).items()})
+                        envs={k: _i(v) for k, v in _d(d.get("envs")).items()}, raw=dict(d))
 
 
 @dataclass(frozen=True)
@@ -422,12 +423,13 @@ class FragmentEnv:
     revision: int
     updated_at: str
     updated_by: str
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> "FragmentEnv":
         return FragmentEnv(name=_s(d.get("name")), env=_s(d.get("env")), version=_i(d.get("version")),
                            revision=_i(d.get("revision")), updated_at=_s(d.get("updated_at")),
-                           updated_by=_s(d.get("updated_by")))
+                           updated_by=_s(d.get("updated_by")), raw=dict(d))
 
 
 @dataclass(frozen=True)
@@ -438,12 +440,13 @@ class FragmentUse:
     agent: str
     version: int
     envs: list[str]
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> "FragmentUse":
         e = d.get("envs")
         return FragmentUse(agent=_s(d.get("agent")), version=_i(d.get("version")),
-                           envs=[x for x in e if isinstance(x, str)] if isinstance(e, list) else [])
+                           envs=[x for x in e if isinstance(x, str)] if isinstance(e, list) else [], raw=dict(d))
 
 
 def _fragment_path(name: str) -> str:
