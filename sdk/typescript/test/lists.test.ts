@@ -39,6 +39,8 @@ test("lists_everyListMethodsAnswer_hasTheKeysItsDeclaredItemTypeNames", async ()
   await c.createRecord(board, { id: "r2", payload: { n: 2 } });
   assert.ok(await c.claimNext(board, { holder: "w" }));
   const it = await c.registerIntent({ holder: "w", scope: { agents: [agent] }, description: "d" });
+  const frag = uniq("f");
+  await c.createFragmentVersion(frag, { baseVersion: 0, fragment: { text: "Be kind." }, message: "m" });
 
   const answers: Record<string, readonly unknown[]> = {
     listVersions: (await c.listVersions(agent)).items,
@@ -46,11 +48,14 @@ test("lists_everyListMethodsAnswer_hasTheKeysItsDeclaredItemTypeNames", async ()
     listSessions: (await c.listSessions({ agent })).items,
     listRecords: (await c.listRecords(board)).items,
     listIntents: (await c.listIntents({ agent })).items,
+    listFragments: (await c.listFragments({ limit: 500 })).items.filter((f) => f.name === frag),
+    listFragmentVersions: (await c.listFragmentVersions(frag)).items,
   };
   assert.deepEqual(Object.keys(answers).sort(), [...listItemMembers().keys()].sort(), "a list method of Client is not called here");
   assert.deepEqual(new Set((answers["listSessions"] as { session_id: string }[]).map((x) => x.session_id)), new Set([s.session_id, held.session_id]));
   assert.deepEqual((answers["listReleases"] as { id: string }[]).map((x) => x.id), [rel.id]);
   assert.ok((answers["listIntents"] as { id: string }[]).some((x) => x.id === it.id));
+  assert.equal(answers["listFragments"]?.length, 1);
   assert.deepEqual(Object.entries(answers).flatMap(([m, items]) => mismatch(m, items)), []);
 });
 
